@@ -1,0 +1,105 @@
+"""Assignments (who labels what, in which order) and append-only annotations.
+
+An :class:`Annotation` is the answer of one annotator to one question about one item in one round
+(round 2 is the test-retest repeat). Its content lives in immutable :class:`Revision` rows: an
+edit appends a revision and ``current_revision`` points at the latest; nothing is overwritten.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from apps.items.models import Item
+from apps.studies.models import Label, Question, Study
+
+
+class Assignment(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+    )
+    round = models.PositiveSmallIntegerField(default=1, help_text="2 = test-retest repeat.")
+    position = models.PositiveIntegerField(help_text="Order in this annotator's queue.")
+    skip_count = models.PositiveIntegerField(default=0)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["annotator_id", "skip_count", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item", "annotator", "round"], name="one_assignment_per_item_round"
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["study", "annotator", "completed_at", "skip_count", "position"],
+                name="assignment_queue_idx",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} → {self.item} (round {self.round})"
+
+
+class Annotation(models.Model):
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="annotations")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="annotations")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotations"
+    )
+    round = models.PositiveSmallIntegerField(default=1)
+    current_revision = models.OneToOneField(
+        "Revision", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["question", "item", "annotator", "round"],
+                name="one_annotation_per_question_item_round",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} on {self.item} / {self.question.key} (round {self.round})"
+
+
+class Revision(models.Model):
+    """One immutable version of an annotation. ``value`` is ``None`` for a retraction (undo)."""
+
+    class Source(models.TextChoices):
+        UI = "ui", "Web page"
+        API = "api", "REST API"
+        IMPORT = "import", "Import"
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    value = models.JSONField(null=True)
+    label = models.ForeignKey(
+        Label, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
+    idempotency_key = models.UUIDField()
+    source = models.CharField(max_length=6, choices=Source.choices, default=Source.UI)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["annotation_id", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["annotation", "number"], name="revision_number_unique"),
+            models.UniqueConstraint(
+                fields=["annotation", "idempotency_key"], name="revision_idempotency_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"revision {self.number} of annotation {self.annotation_id}"
+
+    @property
+    def is_retraction(self) -> bool:
+        return self.value is None

@@ -1,0 +1,73 @@
+"""Reads of queues, progress and current annotations."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, Q, QuerySet
+
+from apps.annotations.models import Annotation, Assignment, Revision
+from apps.studies.models import Study
+
+
+def assignment_next(*, annotator: AbstractBaseUser, study: Study) -> Assignment | None:
+    """The annotator's next unfinished assignment: unskipped first, then in queue order."""
+    return (
+        Assignment.objects.filter(study=study, annotator=annotator, completed_at__isnull=True)
+        .select_related("item")
+        .order_by("skip_count", "position", "round", "id")
+        .first()
+    )
+
+
+def annotator_progress(*, annotator: AbstractBaseUser, study: Study) -> dict[str, int]:
+    """``{"done": n, "total": n, "percent": p}`` for one annotator's queue."""
+    counts = Assignment.objects.filter(study=study, annotator=annotator).aggregate(
+        total=Count("id"), done=Count("id", filter=Q(completed_at__isnull=False))
+    )
+    total, done = counts["total"], counts["done"]
+    return {"done": done, "total": total, "percent": round(100 * done / total) if total else 0}
+
+
+def study_progress(*, study: Study) -> QuerySet:
+    """Per annotator: username, assigned, done, repeats and median-free mean time spent."""
+    return (
+        Assignment.objects.filter(study=study)
+        .values("annotator_id", "annotator__username")
+        .annotate(
+            total=Count("id"),
+            done=Count("id", filter=Q(completed_at__isnull=False)),
+            repeats=Count("id", filter=Q(round=2)),
+            skipped=Count("id", filter=Q(skip_count__gt=0, completed_at__isnull=True)),
+        )
+        .order_by("annotator__username")
+    )
+
+
+def item_coverage(*, study: Study) -> QuerySet:
+    """Per item: assigned annotators and finished first-round assignments."""
+    return study.items.annotate(
+        assigned=Count("assignments", filter=Q(assignments__round=1), distinct=True),
+        done=Count(
+            "assignments",
+            filter=Q(assignments__round=1, assignments__completed_at__isnull=False),
+            distinct=True,
+        ),
+    ).order_by("position", "id")
+
+
+def current_annotations(*, study: Study) -> QuerySet[Annotation]:
+    """Live annotations (latest revision not a retraction) of a study, for export and analytics."""
+    return (
+        Annotation.objects.filter(question__study=study, current_revision__value__isnull=False)
+        .select_related("question", "item", "annotator", "current_revision")
+        .order_by("id")
+    )
+
+
+def revisions_of_study(*, study: Study) -> QuerySet[Revision]:
+    """Every revision ever made in a study (the full audit history), oldest first."""
+    return (
+        Revision.objects.filter(annotation__question__study=study)
+        .select_related("annotation__question", "annotation__item", "annotation__annotator")
+        .order_by("annotation_id", "number")
+    )

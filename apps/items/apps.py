@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ItemsConfig(AppConfig):
+    name = "apps.items"
+    label = "items"

@@ -1,0 +1,22 @@
+"""Safe Markdown rendering for study instructions (Markdown, then an allow-list sanitiser)."""
+
+from __future__ import annotations
+
+import markdown as md
+import nh3
+from django.utils.safestring import SafeString, mark_safe
+
+_TAGS = {
+    "p", "br", "hr", "strong", "em", "b", "i", "u", "code", "pre", "blockquote", "ul", "ol",
+    "li", "h1", "h2", "h3", "h4", "h5", "h6", "a", "img", "table", "thead", "tbody", "tr", "th",
+    "td",
+}  # fmt: skip
+_ATTRIBUTES = {"a": {"href", "title"}, "img": {"src", "alt", "title"}}
+
+
+def render_markdown(text: str) -> SafeString:
+    """Render Markdown to HTML that is safe to embed: scripts, handlers and styles are removed."""
+    html = md.markdown(text or "", extensions=["tables", "fenced_code", "sane_lists"])
+    return mark_safe(  # noqa: S308 - nh3 has sanitised the HTML
+        nh3.clean(html, tags=_TAGS, attributes=_ATTRIBUTES, url_schemes={"http", "https", "mailto"})
+    )

@@ -1,0 +1,177 @@
+"""Every write to studies, questions, labels and memberships."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from apps.studies.models import Label, Membership, Question, Study
+
+STUDY_FIELDS = ("name", "instructions", "overlap", "repeat_rate")
+QUESTION_FIELDS = ("key", "prompt", "kind", "ordered", "position", "settings")
+LABEL_FIELDS = ("key", "name", "shortcut", "position", "valence", "arousal")
+
+
+@transaction.atomic
+def study_create(
+    *,
+    creator: AbstractBaseUser,
+    name: str,
+    instructions: str = "",
+    overlap: int | None = None,
+    repeat_rate: float = 0.0,
+) -> Study:
+    """Create a draft study; its creator becomes its first manager."""
+    study = Study(
+        name=name,
+        instructions=instructions,
+        overlap=overlap,
+        repeat_rate=repeat_rate,
+        created_by=creator,
+    )
+    study.full_clean()
+    study.save()
+    Membership.objects.create(study=study, user=creator, role=Membership.Role.MANAGER)
+    return study
+
+
+@transaction.atomic
+def study_update(*, study: Study, **fields: Any) -> Study:
+    """Change a study's name, instructions, overlap or repeat rate."""
+    unknown = set(fields) - set(STUDY_FIELDS)
+    if unknown:
+        raise ValidationError(f"Unknown study fields: {', '.join(sorted(unknown))}")
+    for name, value in fields.items():
+        setattr(study, name, value)
+    study.full_clean()
+    study.save()
+    return study
+
+
+@transaction.atomic
+def study_set_status(*, study: Study, status: str) -> Study:
+    """Open, pause back to draft, or close a study. Opening fills the annotators' queues."""
+    from apps.annotations.services import assignments_fill
+
+    if status not in Study.Status.values:
+        raise ValidationError({"status": f"Unknown status {status!r}."})
+    if status == Study.Status.RUNNING:
+        if not study.questions.exists():
+            raise ValidationError({"status": "Add at least one question before opening."})
+        if not study.items.exists():
+            raise ValidationError({"status": "Import items before opening the study."})
+    study.status = status
+    study.save(update_fields=["status", "updated_at"])
+    if status == Study.Status.RUNNING:
+        assignments_fill(study=study)
+    return study
+
+
+def _labels_write(*, question: Question, labels: Sequence[dict[str, Any]]) -> None:
+    """Create or update labels by key; labels not listed are removed only if never used."""
+    seen = set()
+    for position, data in enumerate(labels):
+        data = {"position": position, **data}
+        unknown = set(data) - set(LABEL_FIELDS)
+        if unknown:
+            raise ValidationError(f"Unknown label fields: {', '.join(sorted(unknown))}")
+        key = data.get("key")
+        if not key or key in seen:
+            raise ValidationError({"labels": f"Label {position + 1}: missing or repeated key."})
+        seen.add(key)
+        label = Label.objects.filter(question=question, key=key).first() or Label(question=question)
+        for name, value in data.items():
+            setattr(
+                label, name, value if value is not None or name in ("valence", "arousal") else ""
+            )
+        label.name = label.name or key
+        try:
+            label.full_clean(validate_unique=False, validate_constraints=False)
+        except ValidationError as exc:
+            raise ValidationError({f"labels[{position}]": exc.messages}) from exc
+        label.save()
+    stale = question.labels.exclude(key__in=seen)
+    from apps.annotations.models import Revision
+
+    if Revision.objects.filter(label__in=stale).exists():
+        raise ValidationError({"labels": "A label that annotations use cannot be removed."})
+    stale.delete()
+    shortcuts = [s for s in question.labels.values_list("shortcut", flat=True) if s]
+    if len(shortcuts) != len(set(shortcuts)):
+        raise ValidationError({"labels": "Two labels share a keyboard shortcut."})
+
+
+@transaction.atomic
+def question_create(
+    *,
+    study: Study,
+    key: str,
+    prompt: str,
+    kind: str = Question.Kind.CATEGORICAL,
+    ordered: bool = False,
+    position: int | None = None,
+    settings: dict[str, Any] | None = None,
+    labels: Sequence[dict[str, Any]] = (),
+) -> Question:
+    """Add a question (and, for categorical questions, its labels) to a study."""
+    if position is None:
+        position = study.questions.count()
+    question = Question(
+        study=study,
+        key=key,
+        prompt=prompt,
+        kind=kind,
+        ordered=ordered,
+        position=position,
+        settings=settings or {},
+    )
+    question.full_clean()
+    question.save()
+    if kind == Question.Kind.CATEGORICAL:
+        if len(labels) < 2:
+            raise ValidationError({"labels": "A categorical question needs at least two labels."})
+        _labels_write(question=question, labels=labels)
+    return question
+
+
+@transaction.atomic
+def question_update(
+    *, question: Question, labels: Sequence[dict[str, Any]] | None = None, **fields: Any
+) -> Question:
+    """Edit a question; ``labels`` (if given) replaces the scale, keeping labels by key."""
+    unknown = set(fields) - set(QUESTION_FIELDS)
+    if unknown:
+        raise ValidationError(f"Unknown question fields: {', '.join(sorted(unknown))}")
+    if "kind" in fields and fields["kind"] != question.kind and question.annotations.exists():
+        raise ValidationError({"kind": "The kind of an answered question cannot change."})
+    for name, value in fields.items():
+        setattr(question, name, value)
+    question.full_clean()
+    question.save()
+    if labels is not None and question.kind == Question.Kind.CATEGORICAL:
+        if len(labels) < 2:
+            raise ValidationError({"labels": "A categorical question needs at least two labels."})
+        _labels_write(question=question, labels=labels)
+    return question
+
+
+@transaction.atomic
+def membership_add(*, study: Study, user: AbstractBaseUser, role: str) -> Membership:
+    """Give ``user`` a role in ``study`` (idempotent); a new annotator of a running study gets work."""
+    if role not in Membership.Role.values:
+        raise ValidationError({"role": f"Unknown role {role!r}."})
+    membership, created = Membership.objects.get_or_create(
+        study=study, user=user, defaults={"role": role}
+    )
+    if not created and membership.role != role:
+        membership.role = role
+        membership.save(update_fields=["role"])
+    if role == Membership.Role.ANNOTATOR and study.is_running:
+        from apps.annotations.services import assignments_fill
+
+        assignments_fill(study=study)
+    return membership

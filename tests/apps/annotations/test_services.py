@@ -1,0 +1,178 @@
+"""Submission, revisions, idempotency, skip, undo and queue filling."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+
+from apps.annotations.models import Annotation, Assignment, Revision
+from apps.annotations.selectors import annotator_progress, assignment_next
+from apps.annotations.services import (
+    annotation_undo_last,
+    annotations_submit,
+    assignment_skip,
+    assignments_fill,
+)
+from apps.studies.models import Membership, Study
+from apps.studies.services import membership_add, study_set_status
+from tests.factories import ItemFactory, UserFactory, running_study
+
+
+def submit(study, user, label, *, key=None):
+    assignment = assignment_next(annotator=user, study=study)
+    question = study.questions.get()
+    return assignment, annotations_submit(
+        annotator=user,
+        assignment=assignment,
+        answers={question: {"label": label}},
+        idempotency_key=key or uuid.uuid4(),
+        time_spent_ms=1200,
+    )
+
+
+def test_submit_completes_assignment_and_advances(study_setup):
+    study, (ann, *_) = study_setup
+    first, (revision,) = submit(study, ann, "positive")
+    assert revision.number == 1 and revision.label.key == "positive"
+    first.refresh_from_db()
+    assert first.completed_at is not None
+    assert assignment_next(annotator=ann, study=study).pk != first.pk
+    assert annotator_progress(annotator=ann, study=study) == {"done": 1, "total": 6, "percent": 17}
+
+
+def test_same_key_twice_makes_one_revision(study_setup):
+    study, (ann, *_) = study_setup
+    key = uuid.uuid4()
+    assignment, (rev1,) = submit(study, ann, "neutral", key=key)
+    (rev2,) = annotations_submit(
+        annotator=ann,
+        assignment=assignment,
+        answers={study.questions.get(): "neutral"},
+        idempotency_key=key,
+    )
+    assert rev1.pk == rev2.pk
+    assert Revision.objects.count() == 1
+
+
+def test_same_key_different_answer_is_refused(study_setup):
+    study, (ann, *_) = study_setup
+    key = uuid.uuid4()
+    assignment, _ = submit(study, ann, "neutral", key=key)
+    with pytest.raises(ValidationError, match="different answer"):
+        annotations_submit(
+            annotator=ann,
+            assignment=assignment,
+            answers={study.questions.get(): "positive"},
+            idempotency_key=key,
+        )
+
+
+def test_edit_appends_a_revision_and_latest_counts(study_setup):
+    study, (ann, *_) = study_setup
+    assignment, (rev1,) = submit(study, ann, "neutral")
+    (rev2,) = annotations_submit(
+        annotator=ann,
+        assignment=assignment,
+        answers={study.questions.get(): "negative"},
+        idempotency_key=uuid.uuid4(),
+    )
+    annotation = Annotation.objects.get()
+    assert [r.number for r in annotation.revisions.all()] == [1, 2]
+    assert annotation.current_revision == rev2
+    assert Revision.objects.get(pk=rev1.pk).value == {"label": "neutral"}  # never overwritten
+
+
+def test_bad_label_stores_nothing(study_setup):
+    study, (ann, *_) = study_setup
+    assignment = assignment_next(annotator=ann, study=study)
+    with pytest.raises(ValidationError, match="not a label"):
+        annotations_submit(
+            annotator=ann,
+            assignment=assignment,
+            answers={study.questions.get(): "furious"},
+            idempotency_key=uuid.uuid4(),
+        )
+    assert not Annotation.objects.exists()
+
+
+def test_another_annotators_assignment_is_refused(study_setup):
+    study, (ann, other, _) = study_setup
+    assignment = assignment_next(annotator=other, study=study)
+    with pytest.raises(PermissionDenied):
+        annotations_submit(
+            annotator=ann,
+            assignment=assignment,
+            answers={study.questions.get(): "neutral"},
+            idempotency_key=uuid.uuid4(),
+        )
+
+
+def test_closed_study_refuses_annotations(study_setup):
+    study, (ann, *_) = study_setup
+    assignment = assignment_next(annotator=ann, study=study)
+    study_set_status(study=study, status=Study.Status.CLOSED)
+    with pytest.raises(ValidationError, match="not running"):
+        annotations_submit(
+            annotator=ann,
+            assignment=assignment,
+            answers={study.questions.get(): "neutral"},
+            idempotency_key=uuid.uuid4(),
+        )
+
+
+def test_skip_moves_item_behind_the_others(study_setup):
+    study, (ann, *_) = study_setup
+    first = assignment_next(annotator=ann, study=study)
+    assignment_skip(annotator=ann, assignment=first)
+    assert assignment_next(annotator=ann, study=study).pk != first.pk
+
+
+def test_undo_retracts_and_reopens_once_per_key(study_setup):
+    study, (ann, *_) = study_setup
+    first, _ = submit(study, ann, "positive")
+    submit(study, ann, "negative")
+    key = uuid.uuid4()
+    reopened = annotation_undo_last(annotator=ann, study=study, idempotency_key=key)
+    again = annotation_undo_last(annotator=ann, study=study, idempotency_key=key)
+    assert reopened.pk == again.pk
+    assert annotator_progress(annotator=ann, study=study)["done"] == 1
+    assert assignment_next(annotator=ann, study=study).pk == reopened.pk
+    retracted = Annotation.objects.get(item=reopened.item, annotator=ann)
+    assert retracted.current_revision.is_retraction
+    assert retracted.revisions.count() == 2  # the label stays in the history
+
+
+def test_fill_balances_load_and_covers_every_pair(db):
+    study, annotators = running_study(n_items=60, n_annotators=6, overlap=2)
+    per_annotator = [
+        Assignment.objects.filter(study=study, annotator=a).count() for a in annotators
+    ]
+    assert sum(per_annotator) == 120
+    assert max(per_annotator) - min(per_annotator) <= 1
+    pairs = set()
+    for item in study.items.all():
+        ids = sorted(item.assignments.values_list("annotator_id", flat=True))
+        assert len(ids) == 2
+        pairs.add(tuple(ids))
+    assert len(pairs) == 15  # all 6 * 5 / 2 pairs share at least one item
+
+
+def test_fill_is_idempotent_and_serves_late_items_and_annotators(db):
+    study, annotators = running_study(n_items=4, n_annotators=2)
+    assert assignments_fill(study=study) == 0
+    ItemFactory(study=study)
+    late = UserFactory()
+    membership_add(study=study, user=late, role=Membership.Role.ANNOTATOR)
+    assert Assignment.objects.filter(annotator=late).count() == 5
+    assert Assignment.objects.filter(study=study).count() == 15
+
+
+def test_repeat_rate_queues_round_two_later(db):
+    study, (ann,) = running_study(n_items=40, n_annotators=1, repeat_rate=0.25)
+    repeats = Assignment.objects.filter(annotator=ann, round=2)
+    assert 3 <= repeats.count() <= 20
+    for repeat in repeats:
+        original = Assignment.objects.get(annotator=ann, item=repeat.item, round=1)
+        assert repeat.position >= original.position + 10

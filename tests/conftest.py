@@ -1,0 +1,52 @@
+"""Shared fixtures: users by role, a running study, API clients, and the PostgreSQL marker."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from tests.factories import UserFactory, running_study
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from django.conf import settings
+
+    on_postgres = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+    skip = pytest.mark.skip(reason="needs PostgreSQL (DATABASE_URL); SQLite serialises writes")
+    for item in items:
+        if "postgres" in item.keywords and not on_postgres:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def study_setup(db):
+    """A running study with six items, one ordered categorical question and three annotators."""
+    study, annotators = running_study()
+    return study, annotators
+
+
+@pytest.fixture
+def manager(study_setup):
+    return study_setup[0].created_by
+
+
+@pytest.fixture
+def outsider(db):
+    return UserFactory(manager=True)
+
+
+@pytest.fixture
+def api_client():
+    return APIClient()
+
+
+@pytest.fixture
+def is_postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """PBKDF2 costs ~0.3 s a user; tests use a fast hasher (production keeps Django's default)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
