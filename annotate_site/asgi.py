@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels (served by daphne)."""
+"""ASGI entry point: HTTP through Django, websockets through Channels (served by daphne), and
+the ``quality-updates`` worker channel (``manage.py runworker quality-updates``)."""
 
 import os
 
@@ -8,9 +9,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate_site.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from analytics.consumers import QualityWorker  # noqa: E402
+from analytics.pipeline import UPDATE_CHANNEL  # noqa: E402
 from annotate_site.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -19,5 +22,6 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
+        "channel": ChannelNameRouter({UPDATE_CHANNEL: QualityWorker.as_asgi()}),
     }
 )

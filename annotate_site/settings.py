@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "apps.studies",
     "apps.items",
     "apps.annotations",
+    "analytics",
 ]
 
 MIDDLEWARE = [
@@ -132,7 +133,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "home"
+LOGIN_REDIRECT_URL = "studies:home"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
@@ -169,6 +170,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
+    "EXCEPTION_HANDLER": "annotate_site.api_exceptions.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Annotation Studio API",
@@ -180,6 +182,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
 }
+
+# "inline": quality updates run in the committing process; "worker": on channel workers
+# (`manage.py runworker quality-updates`), which production runs beside daphne.
+QUALITY_UPDATES = os.environ.get("QUALITY_UPDATES", "inline")
 
 LOGGING = {
     "version": 1,

@@ -54,6 +54,12 @@ class Annotation(models.Model):
     current_revision = models.OneToOneField(
         "Revision", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
+    # The revision the live quality state reflects, and whether a newer one awaits analysis:
+    # an outbox inside the row, written in the submit transaction, so no update is ever lost.
+    analysed_revision = models.OneToOneField(
+        "Revision", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    analysis_pending = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -63,6 +69,14 @@ class Annotation(models.Model):
                 fields=["question", "item", "annotator", "round"],
                 name="one_annotation_per_question_item_round",
             )
+        ]
+        indexes = [
+            models.Index(
+                fields=["question"],
+                condition=models.Q(analysis_pending=True),
+                name="annotation_analysis_pending",
+            ),
+            models.Index(fields=["question", "item"], name="annotation_question_item"),
         ]
 
     def __str__(self) -> str:

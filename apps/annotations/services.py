@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
+from analytics.pipeline import quality_schedule
 from apps.annotations.models import Annotation, Assignment, Revision
 from apps.annotations.values import QUEUE_KINDS, clean_value
 from apps.studies.models import Question, Study
@@ -162,7 +163,9 @@ def _revision_append(
         source=source,
     )
     annotation.current_revision = revision
-    annotation.save(update_fields=["current_revision"])
+    annotation.analysis_pending = True
+    annotation.save(update_fields=["current_revision", "analysis_pending"])
+    quality_schedule(question_id=annotation.question_id)
     return revision
 
 

@@ -26,9 +26,7 @@ def clean_categorical(question: Question, value: Any) -> tuple[dict[str, str], L
     if label is None:
         choices = ", ".join(question.labels.values_list("key", flat=True))
         raise ValidationError(
-            {
-                "value": f"{key!r} is not a label of question {question.key!r} (choose from {choices})."
-            }
+            {"value": f"{key!r} is not a label of {question.key!r}; choose from {choices}."}
         )
     return {"label": label.key}, label
 

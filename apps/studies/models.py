@@ -104,7 +104,7 @@ class Question(models.Model):
 
 
 class Label(models.Model):
-    """One answer of a categorical scale, with its keyboard shortcut and optional AAD coordinates."""
+    """One answer of a categorical scale, with its shortcut key and optional AAD coordinates."""
 
     question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="labels")
     key = models.SlugField(max_length=50)

@@ -85,9 +85,8 @@ def _labels_write(*, question: Question, labels: Sequence[dict[str, Any]]) -> No
         seen.add(key)
         label = Label.objects.filter(question=question, key=key).first() or Label(question=question)
         for name, value in data.items():
-            setattr(
-                label, name, value if value is not None or name in ("valence", "arousal") else ""
-            )
+            text_field = name in ("key", "name", "shortcut")
+            setattr(label, name, "" if value is None and text_field else value)
         label.name = label.name or key
         try:
             label.full_clean(validate_unique=False, validate_constraints=False)
@@ -161,7 +160,7 @@ def question_update(
 
 @transaction.atomic
 def membership_add(*, study: Study, user: AbstractBaseUser, role: str) -> Membership:
-    """Give ``user`` a role in ``study`` (idempotent); a new annotator of a running study gets work."""
+    """Give ``user`` a role in ``study`` (idempotent); annotators of a running study get work."""
     if role not in Membership.Role.values:
         raise ValidationError({"role": f"Unknown role {role!r}."})
     membership, created = Membership.objects.get_or_create(

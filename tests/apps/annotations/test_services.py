@@ -35,7 +35,8 @@ def submit(study, user, label, *, key=None):
 def test_submit_completes_assignment_and_advances(study_setup):
     study, (ann, *_) = study_setup
     first, (revision,) = submit(study, ann, "positive")
-    assert revision.number == 1 and revision.label.key == "positive"
+    assert revision.number == 1
+    assert revision.label.key == "positive"
     first.refresh_from_db()
     assert first.completed_at is not None
     assert assignment_next(annotator=ann, study=study).pk != first.pk
@@ -131,12 +132,12 @@ def test_skip_moves_item_behind_the_others(study_setup):
 
 def test_undo_retracts_and_reopens_once_per_key(study_setup):
     study, (ann, *_) = study_setup
-    first, _ = submit(study, ann, "positive")
-    submit(study, ann, "negative")
+    submit(study, ann, "positive")
+    second, _ = submit(study, ann, "negative")
     key = uuid.uuid4()
     reopened = annotation_undo_last(annotator=ann, study=study, idempotency_key=key)
     again = annotation_undo_last(annotator=ann, study=study, idempotency_key=key)
-    assert reopened.pk == again.pk
+    assert reopened.pk == again.pk == second.pk
     assert annotator_progress(annotator=ann, study=study)["done"] == 1
     assert assignment_next(annotator=ann, study=study).pk == reopened.pk
     retracted = Annotation.objects.get(item=reopened.item, annotator=ann)
@@ -160,7 +161,7 @@ def test_fill_balances_load_and_covers_every_pair(db):
 
 
 def test_fill_is_idempotent_and_serves_late_items_and_annotators(db):
-    study, annotators = running_study(n_items=4, n_annotators=2)
+    study, _ = running_study(n_items=4, n_annotators=2)
     assert assignments_fill(study=study) == 0
     ItemFactory(study=study)
     late = UserFactory()
@@ -170,7 +171,7 @@ def test_fill_is_idempotent_and_serves_late_items_and_annotators(db):
 
 
 def test_repeat_rate_queues_round_two_later(db):
-    study, (ann,) = running_study(n_items=40, n_annotators=1, repeat_rate=0.25)
+    _, (ann,) = running_study(n_items=40, n_annotators=1, repeat_rate=0.25)
     repeats = Assignment.objects.filter(annotator=ann, round=2)
     assert 3 <= repeats.count() <= 20
     for repeat in repeats:

@@ -1,0 +1,235 @@
+"""Keep each question's quality state current as annotations arrive.
+
+Flow (Zulip-style check -> do -> notify): the submit transaction marks the annotation
+``analysis_pending`` (an outbox inside the row, so nothing is lost if the process dies) and
+:func:`quality_schedule` asks for processing once the transaction has committed. Processing
+locks the question's :class:`~analytics.models.QualityState` row, takes every pending
+annotation at once (a burst becomes one batch), recomputes only the touched items' contribution
+(before -> after) and stores the new statistics. Repeated or concurrent wake-ups find nothing
+left to do, so several workers never count an annotation twice.
+
+``settings.QUALITY_UPDATES``: ``"inline"`` (default) processes in the committing process
+right after the commit; ``"worker"`` sends the question id to the ``quality-updates`` channel,
+served by ``manage.py runworker quality-updates`` (any number of them).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import partial
+from typing import Any
+
+import numpy as np
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from analytics.metrics.categorical import pairwise_confusion
+from analytics.metrics.krippendorff import coincidence_matrix
+from analytics.models import QualityState
+from analytics.sufficient_stats import CategoricalStats, ItemView
+from apps.annotations.models import Annotation
+from apps.studies.models import Question
+
+UPDATE_CHANNEL = "quality-updates"
+
+
+def quality_schedule(*, question_id: int) -> None:
+    """Ask for the question's quality state to be brought up to date after this commit."""
+    transaction.on_commit(partial(_dispatch, question_id), robust=True)
+
+
+def _dispatch(question_id: int) -> None:
+    if getattr(settings, "QUALITY_UPDATES", "inline") == "worker":
+        async_to_sync(get_channel_layer().send)(
+            UPDATE_CHANNEL, {"type": "quality.process", "question_id": question_id}
+        )
+    else:
+        quality_process_pending(question_id=question_id)
+
+
+def _state_for_update(question_id: int) -> QualityState:
+    state = QualityState.objects.select_for_update().filter(question_id=question_id).first()
+    if state is None:
+        try:
+            with transaction.atomic():
+                QualityState.objects.create(question_id=question_id)
+        except IntegrityError:
+            pass  # created by a concurrent worker
+        state = QualityState.objects.select_for_update().get(question_id=question_id)
+    return state
+
+
+class _Axes:
+    """Annotator and value indices of a state; new annotators or labels extend them."""
+
+    def __init__(self, state: QualityState, question_id: int) -> None:
+        self.state = state
+        self.annotators = {a: i for i, a in enumerate(state.annotator_ids)}
+        self.values = {v: i for i, v in enumerate(state.value_keys)}
+        if not self.values:  # label order fixes the codes of ordered scales
+            keys = Question.objects.get(pk=question_id).labels.values_list("key", flat=True)
+            self.values = {key: i for i, key in enumerate(keys)}
+
+    def annotator(self, user_id: int) -> int:
+        return self.annotators.setdefault(user_id, len(self.annotators))
+
+    def value(self, value: dict[str, Any] | None) -> int | None:
+        if value is None:
+            return None
+        return self.values.setdefault(value["label"], len(self.values))
+
+    def load(self) -> CategoricalStats:
+        return CategoricalStats.from_bytes(
+            self.state.stats,
+            n_annotators=len(self.state.annotator_ids),
+            n_values=len(self.state.value_keys),
+        ).grown(n_annotators=len(self.annotators), n_values=len(self.values))
+
+    def save(self, stats: CategoricalStats, *, applied: int) -> None:
+        stats = stats.grown(n_annotators=len(self.annotators), n_values=len(self.values))
+        self.state.annotator_ids = list(self.annotators)
+        self.state.value_keys = list(self.values)
+        self.state.stats = stats.to_bytes()
+        self.state.n_applied += applied
+        self.state.save()
+
+
+def _view(rows: list[dict[str, Any]], axes: _Axes, *, revision: str) -> ItemView:
+    view: dict[tuple[int, int], tuple[int, int | None]] = {}
+    for row in rows:
+        code = axes.value(row[f"{revision}__value"])
+        if code is not None:
+            key = (axes.annotator(row["annotator_id"]), row["round"])
+            view[key] = (code, row[f"{revision}__time_spent_ms"])
+    return view
+
+
+_ROW_FIELDS = (
+    "id",
+    "item_id",
+    "annotator_id",
+    "round",
+    "analysed_revision__value",
+    "analysed_revision__time_spent_ms",
+    "current_revision__value",
+    "current_revision__time_spent_ms",
+)
+
+
+@transaction.atomic
+def quality_process_pending(*, question_id: int) -> int:
+    """Apply every pending annotation of a question to its state; return how many."""
+    state = _state_for_update(question_id)
+    pending = set(
+        Annotation.objects.select_for_update()
+        .filter(question_id=question_id, analysis_pending=True)
+        .values_list("id", flat=True)
+    )
+    if not pending:
+        return 0
+    rows = Annotation.objects.filter(
+        question_id=question_id,
+        item_id__in=Annotation.objects.filter(pk__in=pending).values("item_id"),
+    ).values(*_ROW_FIELDS)
+    by_item: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_item[row["item_id"]].append(row)
+    axes = _Axes(state, question_id)
+    changes = []
+    for item_rows in by_item.values():
+        after_rows = [
+            {
+                **row,
+                **{
+                    f"analysed_revision__{f}": row[f"current_revision__{f}"]
+                    for f in ("value", "time_spent_ms")
+                },
+            }
+            if row["id"] in pending
+            else row
+            for row in item_rows
+        ]
+        changes.append(
+            (
+                _view(item_rows, axes, revision="analysed_revision"),
+                _view(after_rows, axes, revision="analysed_revision"),
+            )
+        )
+    stats = axes.load()
+    for before, after in changes:
+        stats.replace_item(before, after)
+    Annotation.objects.filter(pk__in=pending).update(
+        analysed_revision=F("current_revision"), analysis_pending=False
+    )
+    axes.save(stats, applied=len(pending))
+    return len(pending)
+
+
+def _stats_from_scratch(question_id: int, axes: _Axes) -> CategoricalStats:
+    """The statistics of every live annotation of a question, computed in one vectorised pass."""
+    rows = list(
+        Annotation.objects.filter(question_id=question_id, current_revision__value__isnull=False)
+        .order_by("annotator_id", "id")
+        .values_list(
+            "item_id",
+            "annotator_id",
+            "round",
+            "current_revision__value",
+            "current_revision__time_spent_ms",
+        )
+    )
+    annotator = np.array([axes.annotator(r[1]) for r in rows], dtype=np.intp)
+    code = np.array([axes.value(r[3]) for r in rows], dtype=np.intp)
+    rounds = np.array([r[2] for r in rows], dtype=np.intp)
+    items, item = np.unique(np.array([r[0] for r in rows], dtype=np.int64), return_inverse=True)
+    m, v = len(axes.annotators), len(axes.values)
+    stats = CategoricalStats(m, v)
+    if not rows:
+        return stats
+    domain = np.arange(v, dtype=np.float64)
+    by_round = []
+    for rnd in (1, 2):
+        ratings = np.full((m, items.size), np.nan)
+        mask = rounds == rnd
+        ratings[annotator[mask], item[mask]] = code[mask]
+        by_round.append(ratings)
+    first, second = by_round
+    stats.confusion = pairwise_confusion(first, values=domain)
+    stats.coincidence = coincidence_matrix(first, values=domain)
+    both = ~np.isnan(first) & ~np.isnan(second)
+    who = np.nonzero(both)[0]
+    np.add.at(stats.retest, (who, first[both].astype(np.intp), second[both].astype(np.intp)), 1.0)
+    timed = np.array([r[4] is not None for r in rows])
+    ms = np.array([r[4] or 0 for r in rows], dtype=np.float64)
+    stats.time_ms[:, 0] = np.bincount(annotator, weights=ms * timed, minlength=m)
+    stats.time_ms[:, 1] = np.bincount(annotator, weights=timed.astype(float), minlength=m)
+    return stats
+
+
+@transaction.atomic
+def quality_rebuild(*, question_id: int) -> CategoricalStats:
+    """Recompute a question's state from scratch (``manage.py rebuild_quality``) and store it."""
+    state = _state_for_update(question_id)
+    axes = _Axes(state, question_id)
+    stats = _stats_from_scratch(question_id, axes)
+    Annotation.objects.filter(question_id=question_id).update(
+        analysed_revision=F("current_revision"), analysis_pending=False
+    )
+    state.n_applied = 0
+    axes.save(stats, applied=Annotation.objects.filter(question_id=question_id).count())
+    return stats
+
+
+def quality_stats(
+    *, question_id: int, fresh: bool = False
+) -> tuple[QualityState, CategoricalStats]:
+    """The stored state of a question (or, with ``fresh``, one recomputed without storing)."""
+    state = QualityState.objects.filter(question_id=question_id).first() or QualityState(
+        question_id=question_id
+    )
+    axes = _Axes(state, question_id)
+    stats = _stats_from_scratch(question_id, axes) if fresh else axes.load()
+    return state, stats
