@@ -1,5 +1,23 @@
-"""The one DRF router of the studio; each app registers its ViewSets here."""
+"""The one DRF router of the studio; each app registers its ViewSets here.
+
+Routes under a study (``studies/{study_pk}/...``) are registered with a regex prefix; their
+views use :class:`apps.studies.api.permissions.InStudyMixin` to resolve the study.
+"""
 
 from rest_framework.routers import DefaultRouter
 
+from apps.accounts.api.views import InvitationViewSet
+from apps.annotations.api.views import AnnotationViewSet, StudyAnnotationViewSet
+from apps.items.api.views import ItemViewSet
+from apps.studies.api.views import MembershipViewSet, QuestionViewSet, StudyViewSet
+
+IN_STUDY = r"studies/(?P<study_pk>[^/.]+)"
+
 router = DefaultRouter()
+router.register("studies", StudyViewSet, basename="study")
+router.register(IN_STUDY, StudyAnnotationViewSet, basename="study-annotation")
+router.register(f"{IN_STUDY}/questions", QuestionViewSet, basename="study-question")
+router.register(f"{IN_STUDY}/items", ItemViewSet, basename="study-item")
+router.register(f"{IN_STUDY}/memberships", MembershipViewSet, basename="study-membership")
+router.register(f"{IN_STUDY}/invitations", InvitationViewSet, basename="study-invitation")
+router.register("annotations", AnnotationViewSet, basename="annotation")

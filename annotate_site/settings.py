@@ -181,6 +181,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "QuestionKindEnum": "apps.studies.models.Question.Kind",
+        "ItemKindEnum": "apps.items.models.Item.Kind",
+    },
 }
 
 # "inline": quality updates run in the committing process; "worker": on channel workers

@@ -71,37 +71,52 @@ def study_set_status(*, study: Study, status: str) -> Study:
     return study
 
 
-def _labels_write(*, question: Question, labels: Sequence[dict[str, Any]]) -> None:
-    """Create or update labels by key; labels not listed are removed only if never used."""
-    seen = set()
+def _labels_validate(labels: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Check a whole scale before anything is written: known fields, unique keys and shortcuts."""
+    cleaned: list[dict[str, Any]] = []
+    keys: set[str] = set()
+    shortcuts: set[str] = set()
     for position, data in enumerate(labels):
-        data = {"position": position, **data}
         unknown = set(data) - set(LABEL_FIELDS)
         if unknown:
             raise ValidationError(f"Unknown label fields: {', '.join(sorted(unknown))}")
-        key = data.get("key")
-        if not key or key in seen:
+        data = {"position": position, **data}
+        for name in ("key", "name", "shortcut"):
+            data[name] = data.get(name) or ""
+        if not data["key"] or data["key"] in keys:
             raise ValidationError({"labels": f"Label {position + 1}: missing or repeated key."})
-        seen.add(key)
-        label = Label.objects.filter(question=question, key=key).first() or Label(question=question)
+        if data["shortcut"] and data["shortcut"] in shortcuts:
+            raise ValidationError(
+                {"labels": f"Label {position + 1}: shortcut {data['shortcut']!r} is taken."}
+            )
+        keys.add(data["key"])
+        shortcuts.add(data["shortcut"])
+        data["name"] = data["name"] or data["key"]
+        cleaned.append(data)
+    return cleaned
+
+
+def _labels_write(*, question: Question, labels: Sequence[dict[str, Any]]) -> None:
+    """Create or update labels by key; labels not listed are removed only if never used."""
+    from apps.annotations.models import Revision
+
+    cleaned = _labels_validate(labels)
+    keys = [data["key"] for data in cleaned]
+    stale = question.labels.exclude(key__in=keys)
+    if Revision.objects.filter(label__in=stale).exists():
+        raise ValidationError({"labels": "A label that annotations use cannot be removed."})
+    stale.delete()
+    question.labels.update(shortcut="")  # lets labels swap shortcuts inside this transaction
+    existing = {label.key: label for label in question.labels.all()}
+    for position, data in enumerate(cleaned):
+        label = existing.get(data["key"]) or Label(question=question)
         for name, value in data.items():
-            text_field = name in ("key", "name", "shortcut")
-            setattr(label, name, "" if value is None and text_field else value)
-        label.name = label.name or key
+            setattr(label, name, value)
         try:
             label.full_clean(validate_unique=False, validate_constraints=False)
         except ValidationError as exc:
             raise ValidationError({f"labels[{position}]": exc.messages}) from exc
         label.save()
-    stale = question.labels.exclude(key__in=seen)
-    from apps.annotations.models import Revision
-
-    if Revision.objects.filter(label__in=stale).exists():
-        raise ValidationError({"labels": "A label that annotations use cannot be removed."})
-    stale.delete()
-    shortcuts = [s for s in question.labels.values_list("shortcut", flat=True) if s]
-    if len(shortcuts) != len(set(shortcuts)):
-        raise ValidationError({"labels": "Two labels share a keyboard shortcut."})
 
 
 @transaction.atomic

@@ -1,0 +1,157 @@
+"""Serializers of assignments, annotations and their revisions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.annotations.exporting import CONTENT_TYPES
+from apps.annotations.models import Annotation, Assignment, Revision
+from apps.items.api.serializers import ItemSerializer
+
+
+class OwnAssignmentField(serializers.PrimaryKeyRelatedField):
+    """The id of one of the requesting annotator's assignments (of the ``study`` in context).
+
+    Anyone else's assignment reads as "does not exist": ids never reveal other people's work.
+    """
+
+    def get_queryset(self) -> Any:
+        assignments = Assignment.objects.filter(annotator=self.context["request"].user)
+        study = self.context.get("study")
+        if study is not None:
+            assignments = assignments.filter(study=study)
+        return assignments.select_related("study")
+
+
+class ProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+    percent = serializers.IntegerField()
+
+
+class QueueEntrySerializer(serializers.Serializer):
+    """An assignment to work on, with the item to show and the annotator's progress."""
+
+    assignment = serializers.IntegerField(source="assignment.pk")
+    round = serializers.IntegerField(source="assignment.round", help_text="2 = a repeat.")
+    item = ItemSerializer(source="assignment.item")
+    progress = ProgressSerializer()
+
+
+class SkipSerializer(serializers.Serializer):
+    assignment = OwnAssignmentField(queryset=Assignment.objects.all())
+
+
+class UndoSerializer(serializers.Serializer):
+    idempotency_key = serializers.UUIDField(
+        help_text="New per undo; resending it undoes nothing more."
+    )
+
+
+class AnnotationSubmitSerializer(serializers.Serializer):
+    assignment = OwnAssignmentField(queryset=Assignment.objects.all())
+    answers = serializers.DictField(
+        child=serializers.JSONField(),
+        help_text='Question key -> answer; for a categorical question the label key ("joy") '
+        'or {"label": "joy"}.',
+    )
+    idempotency_key = serializers.UUIDField(
+        help_text="Made by the client once per answer it means to give: resending the same key "
+        "(a retry, a double click) stores nothing new and returns the same revisions."
+    )
+    time_spent_ms = serializers.IntegerField(required=False, allow_null=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """Turn the answers' question keys into the assignment's study's questions."""
+        study = attrs["assignment"].study
+        questions = {q.key: q for q in study.questions.prefetch_related("labels")}
+        unknown = [key for key in attrs["answers"] if key not in questions]
+        if unknown:
+            raise serializers.ValidationError(
+                {"answers": [f"{key!r} is not a question of this study." for key in unknown]}
+            )
+        attrs["answers"] = {questions[key]: value for key, value in attrs["answers"].items()}
+        return attrs
+
+
+class RevisionSerializer(serializers.ModelSerializer):
+    question = serializers.SlugRelatedField(
+        source="annotation.question", slug_field="key", read_only=True
+    )
+    label = serializers.SlugRelatedField(slug_field="key", read_only=True)
+
+    class Meta:
+        model = Revision
+        fields = [
+            "id",
+            "annotation",
+            "question",
+            "number",
+            "value",
+            "label",
+            "time_spent_ms",
+            "idempotency_key",
+            "source",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class SubmissionSerializer(serializers.Serializer):
+    revisions = RevisionSerializer(many=True, help_text="One per answered question.")
+
+
+class AnnotationSerializer(serializers.ModelSerializer):
+    """An annotation with its current revision (``value`` null: retracted by an undo)."""
+
+    study = serializers.IntegerField(source="question.study_id", read_only=True)
+    question_key = serializers.CharField(source="question.key", read_only=True)
+    item_external_id = serializers.CharField(source="item.external_id", read_only=True)
+    annotator_username = serializers.CharField(source="annotator.username", read_only=True)
+    value = serializers.JSONField(source="current_revision.value", read_only=True)
+    label = serializers.SlugRelatedField(
+        source="current_revision.label", slug_field="key", read_only=True
+    )
+    revision = serializers.IntegerField(source="current_revision.number", read_only=True)
+    time_spent_ms = serializers.IntegerField(
+        source="current_revision.time_spent_ms", read_only=True
+    )
+    updated_at = serializers.DateTimeField(source="current_revision.created_at", read_only=True)
+
+    class Meta:
+        model = Annotation
+        fields = [
+            "id",
+            "study",
+            "question",
+            "question_key",
+            "item",
+            "item_external_id",
+            "annotator",
+            "annotator_username",
+            "round",
+            "value",
+            "label",
+            "revision",
+            "time_spent_ms",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class AnnotationFilterSerializer(serializers.Serializer):
+    """Query filters of the annotation list (each narrows; all are optional)."""
+
+    study = serializers.IntegerField(required=False, help_text="A study id.")
+    question = serializers.IntegerField(required=False, help_text="A question id.")
+    annotator = serializers.IntegerField(required=False, help_text="An annotator's user id.")
+
+
+class ExportQuerySerializer(serializers.Serializer):
+    format = serializers.ChoiceField(choices=list(CONTENT_TYPES), default="csv")
+    history = serializers.BooleanField(
+        default=False, help_text="1: every revision (the audit trail); 0: current answers."
+    )

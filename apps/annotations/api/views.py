@@ -1,0 +1,220 @@
+"""API of annotations, the annotator's queue and the raw export."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.http import HttpResponseBase
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins, status
+from rest_framework.decorators import action
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import BaseParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BaseRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.viewsets import GenericViewSet
+
+from annotate_site.api_exceptions import service_fields_as
+from apps.annotations.api.serializers import (
+    AnnotationFilterSerializer,
+    AnnotationSerializer,
+    AnnotationSubmitSerializer,
+    ExportQuerySerializer,
+    QueueEntrySerializer,
+    RevisionSerializer,
+    SkipSerializer,
+    SubmissionSerializer,
+    UndoSerializer,
+)
+from apps.annotations.exporting import export_response
+from apps.annotations.models import Annotation, Assignment, Revision
+from apps.annotations.selectors import annotator_progress, assignment_next
+from apps.annotations.services import annotation_undo_last, annotations_submit, assignment_skip
+from apps.studies.api.permissions import (
+    STUDY_PK,
+    InStudyMixin,
+    IsStudyAnnotator,
+    IsStudyManager,
+)
+from apps.studies.selectors import studies_for_user, studies_managed_by
+
+ANNOTATION_FILTERS = {
+    "study": "question__study_id",
+    "question": "question_id",
+    "annotator": "annotator_id",
+}
+
+
+@extend_schema_view(list=extend_schema(parameters=[AnnotationFilterSerializer]))
+class AnnotationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSet):
+    """Managers see every annotation of their studies; annotators only their own."""
+
+    serializer_class = AnnotationSerializer
+    permission_classes = [IsAuthenticated]
+
+    def get_queryset(self) -> QuerySet[Annotation]:
+        if getattr(self, "swagger_fake_view", False):
+            return Annotation.objects.none()
+        user = self.request.user
+        visible = Q(question__study__in=studies_managed_by(user=user)) | Q(
+            annotator=user, question__study__in=studies_for_user(user=user)
+        )
+        return (
+            Annotation.objects.filter(visible)
+            .select_related("question", "item", "annotator", "current_revision__label")
+            .order_by("id")
+        )
+
+    def filter_queryset(self, queryset: QuerySet[Annotation]) -> QuerySet[Annotation]:
+        filters = AnnotationFilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        return queryset.filter(
+            **{ANNOTATION_FILTERS[name]: value for name, value in filters.validated_data.items()}
+        )
+
+    @extend_schema(
+        request=AnnotationSubmitSerializer,
+        responses={
+            201: OpenApiResponse(
+                SubmissionSerializer, "Recorded: one new revision per answered question."
+            ),
+            200: OpenApiResponse(
+                SubmissionSerializer,
+                "Replay: this idempotency key was recorded before, with the same answers; "
+                "nothing new is stored and the same revisions come back. (Two first sends "
+                "racing each other may both see 201; they still share one set of revisions.)",
+            ),
+            400: OpenApiResponse(
+                description="Invalid input, stored nothing. A bad answer is reported under "
+                "`answers`; a reused key with a different answer under `idempotency_key`."
+            ),
+        },
+        description="Answer an assigned item. An edit is a new submission with a new key: it "
+        "appends revisions, and the latest one counts.",
+    )
+    def create(self, request: Request) -> Response:
+        serializer = AnnotationSubmitSerializer(
+            data=request.data, context=self.get_serializer_context()
+        )
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        assignment: Assignment = data["assignment"]
+        replay = Revision.objects.filter(
+            idempotency_key=data["idempotency_key"],
+            annotation__annotator=request.user,
+            annotation__item_id=assignment.item_id,
+            annotation__round=assignment.round,
+        ).exists()
+        with service_fields_as({"value": "answers", "question": "answers"}):
+            revisions = annotations_submit(
+                annotator=request.user,
+                assignment=assignment,
+                answers=data["answers"],
+                idempotency_key=data["idempotency_key"],
+                time_spent_ms=data.get("time_spent_ms"),
+                source=Revision.Source.API,
+            )
+        return Response(
+            SubmissionSerializer({"revisions": revisions}).data,
+            status=status.HTTP_200_OK if replay else status.HTTP_201_CREATED,
+        )
+
+    @extend_schema(responses=RevisionSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def revisions(self, request: Request, pk: str) -> Response:
+        """The annotation's full history, oldest first (a null value is an undo)."""
+        annotation = self.get_object()
+        revisions = annotation.revisions.select_related("annotation__question", "label")
+        return Response(RevisionSerializer(revisions, many=True).data)
+
+
+class FileDownloadNegotiation(BaseContentNegotiation):
+    """For file downloads: ignore ``Accept`` and ``?format=``; errors still render as JSON."""
+
+    def select_parser(self, request: Request, parsers: list[BaseParser]) -> BaseParser | None:
+        return None  # downloads take no body
+
+    def select_renderer(
+        self, request: Request, renderers: list[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        return renderers[0], renderers[0].media_type
+
+
+NO_MORE = OpenApiResponse(description="Nothing (more) to do.")
+
+
+@extend_schema(parameters=[STUDY_PK])
+class StudyAnnotationViewSet(InStudyMixin, GenericViewSet):
+    """Per study: an annotator's queue (next, skip, undo) and the managers' raw export."""
+
+    permission_classes = [IsAuthenticated, IsStudyAnnotator]
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        return {**super().get_serializer_context(), "study": self.study}
+
+    def _queue_entry(self, assignment: Assignment | None) -> Response:
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        entry: dict[str, Any] = {
+            "assignment": assignment,
+            "progress": annotator_progress(annotator=self.request.user, study=self.study),
+        }
+        return Response(QueueEntrySerializer(entry, context=self.get_serializer_context()).data)
+
+    @extend_schema(responses={200: QueueEntrySerializer, 204: NO_MORE})
+    @action(detail=False, methods=["get"])
+    def next(self, request: Request, study_pk: str) -> Response:
+        """Your next unfinished assignment (skipped ones come last); 204 when you are done."""
+        return self._queue_entry(assignment_next(annotator=request.user, study=self.study))
+
+    @extend_schema(responses={200: QueueEntrySerializer, 204: NO_MORE})
+    @action(detail=False, methods=["post"], serializer_class=SkipSerializer)
+    def skip(self, request: Request, study_pk: str) -> Response:
+        """Put an unfinished assignment behind the others; answers with the next one."""
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        assignment_skip(annotator=request.user, assignment=serializer.validated_data["assignment"])
+        return self._queue_entry(assignment_next(annotator=request.user, study=self.study))
+
+    @extend_schema(responses={200: QueueEntrySerializer, 204: NO_MORE})
+    @action(detail=False, methods=["post"], serializer_class=UndoSerializer)
+    def undo(self, request: Request, study_pk: str) -> Response:
+        """Retract your latest answered item and reopen it; 204 if there is nothing to undo."""
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        reopened = annotation_undo_last(
+            annotator=request.user,
+            study=self.study,
+            idempotency_key=serializer.validated_data["idempotency_key"],
+        )
+        return self._queue_entry(reopened)
+
+    @extend_schema(
+        parameters=[ExportQuerySerializer],
+        responses={
+            (200, "text/csv"): OpenApiTypes.STR,
+            (200, "application/x-ndjson"): OpenApiTypes.STR,
+        },
+        description="Download the study's annotations, streamed. `format` picks the file "
+        "format (this endpoint ignores `Accept`, so `?format=` is free for it).",
+    )
+    @action(
+        detail=False,
+        methods=["get"],
+        permission_classes=[IsAuthenticated, IsStudyManager],
+        content_negotiation_class=FileDownloadNegotiation,
+    )
+    def export(self, request: Request, study_pk: str) -> HttpResponseBase:
+        """The raw export. Managers only."""
+        query = ExportQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return export_response(
+            request=request,
+            study=self.study,
+            fmt=query.validated_data["format"],
+            include_history=query.validated_data["history"],
+        )

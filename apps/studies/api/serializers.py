@@ -1,0 +1,107 @@
+"""Serializers of studies, questions and memberships: they parse and render, services decide.
+
+Write serializers only check shapes and types; their ``validated_data`` goes to a service as
+keyword arguments, and the service's ``ValidationError`` comes back as a 400.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from rest_framework import serializers
+
+from apps.studies.models import Label, Membership, Question, Study
+
+
+class StudySerializer(serializers.ModelSerializer):
+    role = serializers.ChoiceField(
+        choices=Membership.Role.choices, read_only=True, help_text="Your role in this study."
+    )
+
+    class Meta:
+        model = Study
+        fields = [
+            "id",
+            "name",
+            "instructions",
+            "status",
+            "overlap",
+            "repeat_rate",
+            "role",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class StudyWriteSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Study
+        fields = ["name", "instructions", "overlap", "repeat_rate"]
+
+
+class StudyStatusSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(
+        choices=Study.Status.choices,
+        help_text="Opening (running) fills the annotators' queues; it needs questions and items.",
+    )
+
+
+class LabelSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Label
+        fields = ["key", "name", "shortcut", "position", "valence", "arousal"]
+        extra_kwargs = {
+            "name": {"required": False, "help_text": "Defaults to the key."},
+            "position": {"help_text": "Defaults to the label's place in the list."},
+        }
+
+
+class QuestionSerializer(serializers.ModelSerializer):
+    labels = LabelSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Question
+        fields = ["id", "key", "prompt", "kind", "ordered", "position", "settings", "labels"]
+        read_only_fields = fields
+
+
+class QuestionWriteSerializer(serializers.ModelSerializer):
+    labels = LabelSerializer(
+        many=True,
+        required=False,
+        help_text="A categorical question's scale (two or more). On update it replaces the "
+        "scale: labels are kept by key, and one that annotations use cannot be removed.",
+    )
+
+    class Meta:
+        model = Question
+        fields = ["key", "prompt", "kind", "ordered", "position", "settings", "labels"]
+        extra_kwargs = {"position": {"help_text": "Defaults to after the last question."}}
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "user", "username", "role", "joined_at"]
+        read_only_fields = fields
+
+
+class MembershipAddSerializer(serializers.Serializer):
+    username = serializers.SlugRelatedField(
+        source="user",
+        slug_field="username",
+        queryset=get_user_model().objects.all(),
+        help_text="An existing account.",
+    )
+    role = serializers.ChoiceField(
+        choices=Membership.Role.choices, default=Membership.Role.ANNOTATOR
+    )
+
+
+class AnnotatorCreateSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(
+        write_only=True, trim_whitespace=False, style={"input_type": "password"}
+    )
