@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import sparse
 
 
 def as_ratings(ratings: ArrayLike, *, name: str = "ratings") -> NDArray[np.float64]:
@@ -71,3 +74,103 @@ def as_square(matrix: ArrayLike, *, name: str) -> NDArray[np.float64]:
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
         raise ValueError(f"{name} must be a square matrix; got shape {arr.shape}")
     return arr
+
+
+@dataclass(frozen=True)
+class LabelData:
+    """Observed ratings of a ratings matrix as (annotator, item, value index) triples.
+
+    ``values`` holds the value domain in increasing order; ``code[r]`` indexes it for rating
+    ``r``. The sparse indicator views below are what the vectorised metrics multiply.
+    """
+
+    values: NDArray[np.float64]
+    annotator: NDArray[np.intp]
+    item: NDArray[np.intp]
+    code: NDArray[np.intp]
+    n_annotators: int
+    n_items: int
+
+    @property
+    def n_values(self) -> int:
+        return int(self.values.size)
+
+    def indicators(self) -> sparse.csr_array:
+        """One-hot indicators ``(n_annotators * n_values, n_items)``; row ``k * V + c`` marks
+        the items annotator ``k`` gave value ``c``."""
+        rows = self.annotator * self.n_values + self.code
+        shape = (self.n_annotators * self.n_values, self.n_items)
+        return _csr(rows, self.item, shape)
+
+    def annotated(self) -> sparse.csr_array:
+        """``(n_annotators, n_items)`` 1 where the annotator rated the item."""
+        return _csr(self.annotator, self.item, (self.n_annotators, self.n_items))
+
+    def item_counts(self) -> sparse.csr_array:
+        """``(n_items, n_values)`` number of annotators who gave each value to each item."""
+        return _csr(self.item, self.code, (self.n_items, self.n_values))
+
+
+def _csr(
+    rows: NDArray[np.intp], cols: NDArray[np.intp], shape: tuple[int, int]
+) -> sparse.csr_array:
+    ones = np.ones(rows.size, dtype=np.float64)
+    return sparse.csr_array((ones, (rows, cols)), shape=shape)
+
+
+def as_label_data(
+    ratings: ArrayLike,
+    *,
+    values: ArrayLike | None = None,
+    integer: bool = True,
+    name: str = "ratings",
+) -> LabelData:
+    """Validate a ratings matrix and encode its observed ratings against a value domain.
+
+    Parameters
+    ----------
+    ratings : array_like, shape (n_annotators, n_items)
+        Ratings; ``np.nan`` = not annotated.
+    values : array_like, shape (n_values,), optional
+        The value domain (strictly increasing). Default: the distinct observed ratings.
+    integer : bool
+        Require integer label codes (categorical metrics).
+
+    Raises
+    ------
+    ValueError
+        On a bad ratings matrix, non-integer codes when ``integer``, a domain that is not
+        strictly increasing, or a rating outside ``values``.
+    """
+    arr = as_ratings(ratings, name=name)
+    flat = np.flatnonzero(~np.isnan(arr))
+    annotator, item = np.divmod(flat, arr.shape[1])
+    observed = arr.ravel()[flat]
+    if integer and observed.size and not np.array_equal(observed, np.round(observed)):
+        bad = observed[observed != np.round(observed)][0]
+        raise ValueError(
+            f"{name} must hold integer label codes (np.nan = missing); got {float(bad)}"
+        )
+    if values is None and integer and observed.size and np.ptp(observed) <= observed.size:
+        domain, code = _encode_small_integers(observed)
+        return LabelData(domain, annotator, item, code, arr.shape[0], arr.shape[1])
+    if values is None:
+        domain = np.unique(observed)
+    else:
+        domain = np.asarray(values, dtype=np.float64)
+        if domain.ndim != 1 or domain.size == 0 or np.any(np.diff(domain) <= 0):
+            raise ValueError("values must be a non-empty, strictly increasing 1-D array")
+    code = np.minimum(np.searchsorted(domain, observed), max(domain.size - 1, 0))
+    if domain.size and np.any(domain[code] != observed):
+        bad = observed[domain[code] != observed][0]
+        raise ValueError(f"{name} holds {float(bad)}, which is not in values {domain.tolist()}")
+    return LabelData(domain, annotator, item, code, arr.shape[0], arr.shape[1])
+
+
+def _encode_small_integers(
+    observed: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """Domain and codes of integer ratings spanning few values, in O(n) (no sort)."""
+    offset = (observed - observed.min()).astype(np.intp)
+    present = np.bincount(offset) > 0
+    return observed.min() + np.flatnonzero(present), (np.cumsum(present) - 1)[offset]

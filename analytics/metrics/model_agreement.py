@@ -1,0 +1,435 @@
+"""How well a model reproduces the annotators' tendencies: DIC, BAE, MDS maps and baselines.
+
+Zhang et al. (2025) compare an inter-annotator consistency matrix of the humans
+(``pairwise_kappa``) with the same matrix built from a model's per-annotator predictions (DIC)
+or from the model's per-annotator feature/attention vectors (BAE), and draw both in 2-D by MDS.
+Baselines give the scale: Random and Consensus for DIC, Random and Uniform for BAE.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.linalg import orthogonal_procrustes
+from sklearn.manifold import MDS
+
+from analytics.metrics._validate import as_label_data, as_square
+from analytics.metrics.categorical import pairwise_kappa
+
+__all__ = [
+    "bae",
+    "bae_random_baseline",
+    "bae_uniform_baseline",
+    "cosine_similarity_matrix",
+    "dic",
+    "dic_consensus_baseline",
+    "dic_random_baseline",
+    "mds_embedding",
+    "procrustes_align",
+]
+
+
+def _frobenius_ratio(a: ArrayLike, b: ArrayLike, *, names: tuple[str, str]) -> float:
+    """``||a - b||_F / ||a||_F`` over the entries defined in both; nan if none or ``a`` = 0."""
+    x = as_square(a, name=names[0])
+    y = as_square(b, name=names[1])
+    if x.shape != y.shape:
+        raise ValueError(
+            f"{names[0]} and {names[1]} must have the same shape; got {x.shape} and {y.shape}"
+        )
+    both = ~np.isnan(x) & ~np.isnan(y)
+    norm = np.sqrt(np.sum(x[both] ** 2))
+    if norm == 0:
+        return float("nan")
+    return float(np.sqrt(np.sum((x[both] - y[both]) ** 2)) / norm)
+
+
+def dic(m_true: ArrayLike, m_pred: ArrayLike) -> float:
+    r"""Difference of Inter-annotator Consistency (Zhang et al., Eq. 3); lower is better.
+
+    Parameters
+    ----------
+    m_true : array_like, shape (n_annotators, n_annotators)
+        Consistency matrix of the human ratings (``pairwise_kappa``).
+    m_pred : array_like, shape (n_annotators, n_annotators)
+        The same matrix computed from the model's per-annotator predictions.
+
+    Returns
+    -------
+    float
+        :math:`\ge 0`; 0 for identical matrices. Only entries defined (not nan) in both
+        count, diagonal included; nan when none is or they are all 0 in ``m_true``.
+
+    Notes
+    -----
+    .. math:: \mathrm{DIC} = \frac{\lVert M - M' \rVert_F}{\lVert M \rVert_F}
+
+    References
+    ----------
+    Zhang, L., Liu, F., Sha, X., Wang, B., Liu, H. & Lian, Z. (2025). A unified evaluation
+    framework for multi-annotator tendency learning. arXiv:2508.10393.
+    doi:10.48550/arXiv.2508.10393
+
+    Examples
+    --------
+    >>> m = [[1.0, 0.5], [0.5, 1.0]]
+    >>> round(dic(m, [[1.0, 0.2], [0.2, 1.0]]), 4)
+    0.2683
+    >>> dic(m, m)
+    0.0
+    """
+    return _frobenius_ratio(m_true, m_pred, names=("m_true", "m_pred"))
+
+
+def bae(s_model: ArrayLike, s_true: ArrayLike) -> float:
+    r"""Behavior Alignment Explainability (Zhang et al., Eq. 7); higher is better.
+
+    Parameters
+    ----------
+    s_model : array_like, shape (n_annotators, n_annotators)
+        Similarity of the model's per-annotator vectors (:func:`cosine_similarity_matrix`).
+    s_true : array_like, shape (n_annotators, n_annotators)
+        The human consistency matrix (``pairwise_kappa``).
+
+    Returns
+    -------
+    float
+        :math:`\le 1`; 1 for identical matrices. Same nan rule as :func:`dic`.
+
+    Notes
+    -----
+    .. math:: \mathrm{BAE} = 1 - \frac{\lVert S^{model} - S^{true} \rVert_F}
+              {\lVert S^{true} \rVert_F}
+
+    References
+    ----------
+    Zhang, L., Liu, F., Sha, X., Wang, B., Liu, H. & Lian, Z. (2025). A unified evaluation
+    framework for multi-annotator tendency learning. arXiv:2508.10393.
+    doi:10.48550/arXiv.2508.10393
+
+    Examples
+    --------
+    >>> s = [[1.0, 0.5], [0.5, 1.0]]
+    >>> round(bae([[1.0, 0.2], [0.2, 1.0]], s), 4)
+    0.7317
+    """
+    return 1.0 - _frobenius_ratio(s_true, s_model, names=("s_true", "s_model"))
+
+
+def cosine_similarity_matrix(vectors: ArrayLike) -> NDArray[np.float64]:
+    r"""Cosine similarity of every pair of per-annotator vectors (Zhang et al., Eqs. 5-6).
+
+    Parameters
+    ----------
+    vectors : array_like, shape (n_annotators, n_features)
+        One vector per annotator (mean feature or mean attention vector).
+
+    Returns
+    -------
+    ndarray, shape (n_annotators, n_annotators)
+        Symmetric; rows and columns of all-zero vectors are nan.
+
+    Notes
+    -----
+    .. math:: S_{ij} = \frac{F_i \cdot F_j}{\lVert F_i \rVert \lVert F_j \rVert}
+
+    Examples
+    --------
+    >>> cosine_similarity_matrix([[1, 0], [1, 1], [0, 2]]).round(4)
+    array([[1.    , 0.7071, 0.    ],
+           [0.7071, 1.    , 0.7071],
+           [0.    , 0.7071, 1.    ]])
+    """
+    arr = np.asarray(vectors, dtype=np.float64)
+    if arr.ndim != 2 or arr.size == 0:
+        raise ValueError(
+            "vectors must be a non-empty 2-D array (n_annotators, n_features); "
+            f"got shape {arr.shape}"
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError("vectors must be finite")
+    norms = np.linalg.norm(arr, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        unit = arr / norms[:, None]
+    return np.clip(unit @ unit.T, -1.0, 1.0)
+
+
+def mds_embedding(similarity: ArrayLike, *, seed: int = 0) -> NDArray[np.float64]:
+    r"""2-D metric MDS map of annotators from a similarity matrix.
+
+    Parameters
+    ----------
+    similarity : array_like, shape (n_annotators, n_annotators)
+        Symmetric similarities (kappa or cosine), at most 1; no nan.
+    seed : int
+        Random state of the SMACOF runs.
+
+    Returns
+    -------
+    ndarray, shape (n_annotators, 2)
+        Coordinates; close points = similar annotators.
+
+    Notes
+    -----
+    Embeds the dissimilarities :math:`\max(0, 1 - S_{ij})` (precomputed, diagonal 0) with
+    ``sklearn.manifold.MDS`` (SMACOF, classical-MDS start; scikit-learn >= 1.8):
+
+    .. math:: \min_X \sum_{i<j} \left(\lVert x_i - x_j \rVert - \max(0, 1 - S_{ij})\right)^2
+
+    References
+    ----------
+    Borg, I. & Groenen, P. J. F. (2005). Modern Multidimensional Scaling, 2nd ed. Springer.
+    doi:10.1007/0-387-28981-X
+
+    Examples
+    --------
+    >>> s = [[1.0, 0.9, 0.1], [0.9, 1.0, 0.2], [0.1, 0.2, 1.0]]
+    >>> xy = mds_embedding(s)
+    >>> xy.shape
+    (3, 2)
+    >>> d = np.linalg.norm(xy[:, None] - xy[None], axis=-1)
+    >>> bool(d[0, 1] < d[0, 2])
+    True
+    """
+    s = as_square(similarity, name="similarity")
+    if np.isnan(s).any():
+        k, l = np.argwhere(np.isnan(s))[0]
+        raise ValueError(
+            f"similarity holds nan (first at ({k}, {l})): fill or drop annotators whose "
+            "overlap was too small before embedding"
+        )
+    if s.shape[0] < 2:
+        raise ValueError(f"need at least 2 annotators to embed; got {s.shape[0]}")
+    dissimilarity = np.clip(1.0 - (s + s.T) / 2.0, 0.0, None)
+    np.fill_diagonal(dissimilarity, 0.0)
+    mds = MDS(n_components=2, metric="precomputed", init="classical_mds", random_state=seed)
+    return mds.fit_transform(dissimilarity)
+
+
+def procrustes_align(embedding: ArrayLike, reference: ArrayLike) -> NDArray[np.float64]:
+    r"""Rotate/reflect an embedding onto a reference (orthogonal Procrustes, no scaling).
+
+    Parameters
+    ----------
+    embedding : array_like, shape (n_annotators, n_dims)
+        Map to align (e.g. the model's MDS map).
+    reference : array_like, shape (n_annotators, n_dims)
+        Map to align to (e.g. the ground truth's MDS map).
+
+    Returns
+    -------
+    ndarray, shape (n_annotators, n_dims)
+        ``embedding`` centred, rotated by the best orthogonal :math:`R`, and moved to the
+        reference's centroid.
+
+    Notes
+    -----
+    With :math:`A, B` the centred maps:
+
+    .. math:: R = \arg\min_{R^\top R = I} \lVert A R - B \rVert_F
+
+    References
+    ----------
+    Schönemann, P. H. (1966). A generalized solution of the orthogonal Procrustes problem.
+    Psychometrika 31(1), 1-10. doi:10.1007/BF02289451
+
+    Examples
+    --------
+    >>> ref = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    >>> turned = ref @ np.array([[0.0, -1.0], [1.0, 0.0]])
+    >>> np.allclose(procrustes_align(turned, ref), ref)
+    True
+    """
+    a = np.asarray(embedding, dtype=np.float64)
+    b = np.asarray(reference, dtype=np.float64)
+    if a.ndim != 2 or a.shape != b.shape:
+        raise ValueError(
+            f"embedding and reference must be 2-D of the same shape; got {a.shape} and {b.shape}"
+        )
+    a_centred = a - a.mean(axis=0)
+    b_mean = b.mean(axis=0)
+    rotation, _ = orthogonal_procrustes(a_centred, b - b_mean)
+    return a_centred @ rotation + b_mean
+
+
+def dic_random_baseline(
+    ratings: ArrayLike,
+    *,
+    n_labels: int | None = None,
+    seed: int = 0,
+    min_overlap: int = 2,
+    n_repeats: int = 10,
+) -> float:
+    r"""DIC of the Random baseline: uniform random labels on each annotator's own items.
+
+    Parameters
+    ----------
+    ratings : array_like, shape (n_annotators, n_items)
+        Integer label codes; ``np.nan`` = not annotated.
+    n_labels : int, optional
+        Draw codes ``0 .. n_labels - 1``; default: the label codes observed.
+    seed : int
+        Seed of the random generator.
+    min_overlap : int
+        As in ``pairwise_kappa``.
+    n_repeats : int
+        Number of random draws averaged.
+
+    Returns
+    -------
+    float
+        Mean DIC of ``pairwise_kappa(random)`` against ``pairwise_kappa(ratings)``; Zhang et
+        al. report 0.86-0.93.
+
+    Notes
+    -----
+    .. math:: \mathrm{DIC}_{rand} = \frac{1}{R} \sum_{r=1}^{R}
+              \frac{\lVert M - M'_r \rVert_F}{\lVert M \rVert_F}
+
+    References
+    ----------
+    Zhang, L. et al. (2025). A unified evaluation framework for multi-annotator tendency
+    learning, Section 4.3. doi:10.48550/arXiv.2508.10393
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> truth = rng.integers(0, 3, 200)
+    >>> r = np.array([np.where(rng.random(200) < 0.8, truth, rng.integers(0, 3, 200))
+    ...               for _ in range(4)], dtype=float)
+    >>> round(dic_random_baseline(r), 2)
+    0.73
+    """
+    data = as_label_data(ratings)
+    if n_repeats < 1:
+        raise ValueError(f"n_repeats must be at least 1; got {n_repeats}")
+    labels = data.values if n_labels is None else np.arange(n_labels, dtype=np.float64)
+    if labels.size == 0:
+        raise ValueError("n_labels must be at least 1 and ratings must hold a label")
+    truth = pairwise_kappa(ratings, min_overlap=min_overlap)
+    rng = np.random.default_rng(seed)
+    drawn = np.full((data.n_annotators, data.n_items), np.nan)
+    scores = []
+    for _ in range(n_repeats):
+        drawn[data.annotator, data.item] = rng.choice(labels, size=data.annotator.size)
+        scores.append(dic(truth, pairwise_kappa(drawn, min_overlap=min_overlap)))
+    return float(np.mean(scores))
+
+
+def dic_consensus_baseline(ratings: ArrayLike, *, min_overlap: int = 2) -> float:
+    r"""DIC of the Consensus baseline: every annotator gets the majority label of the item.
+
+    Parameters
+    ----------
+    ratings : array_like, shape (n_annotators, n_items)
+        Integer label codes; ``np.nan`` = not annotated.
+    min_overlap : int
+        As in ``pairwise_kappa``.
+
+    Returns
+    -------
+    float
+        DIC of ``pairwise_kappa(consensus)`` (majority vote on each annotator's own items; ties
+        to the lower code) against ``pairwise_kappa(ratings)``; Zhang et al. report 0.51-0.61.
+
+    Notes
+    -----
+    .. math:: y'_{ki} = \arg\max_c n_{ic} \text{ for every } (k, i) \text{ rated}, \qquad
+              \mathrm{DIC} = \frac{\lVert M - M' \rVert_F}{\lVert M \rVert_F}
+
+    References
+    ----------
+    Zhang, L. et al. (2025). A unified evaluation framework for multi-annotator tendency
+    learning, Section 4.3. doi:10.48550/arXiv.2508.10393
+
+    Examples
+    --------
+    >>> r = [[0, 1, 1, 0, 2, 2], [0, 1, 0, 0, 2, 1], [1, 1, 1, 0, 2, 2]]
+    >>> round(dic_consensus_baseline(r), 4)
+    0.5895
+    """
+    data = as_label_data(ratings)
+    majority = data.values[np.asarray(data.item_counts().argmax(axis=1)).ravel()]
+    consensus = np.full((data.n_annotators, data.n_items), np.nan)
+    consensus[data.annotator, data.item] = majority[data.item]
+    truth = pairwise_kappa(ratings, min_overlap=min_overlap)
+    return dic(truth, pairwise_kappa(consensus, min_overlap=min_overlap))
+
+
+def bae_random_baseline(
+    s_true: ArrayLike, *, dim: int = 64, seed: int = 0, n_repeats: int = 10
+) -> float:
+    r"""BAE of the Random baseline: independent Gaussian vectors per annotator.
+
+    Parameters
+    ----------
+    s_true : array_like, shape (n_annotators, n_annotators)
+        Human consistency matrix.
+    dim : int
+        Length of the random vectors.
+    seed : int
+        Seed of the random generator.
+    n_repeats : int
+        Number of random draws averaged.
+
+    Returns
+    -------
+    float
+        Mean :func:`bae` of the cosine similarities of the random vectors (near 0 off the
+        diagonal); Zhang et al. report 0.02-0.08.
+
+    Notes
+    -----
+    .. math:: F_i \sim \mathcal{N}(0, I_{dim}), \qquad
+              \mathrm{BAE}_{rand} = \frac{1}{R} \sum_r \mathrm{BAE}(\cos(F^{(r)}), S^{true})
+
+    References
+    ----------
+    Zhang, L. et al. (2025). A unified evaluation framework for multi-annotator tendency
+    learning, Section 4.3. doi:10.48550/arXiv.2508.10393
+
+    Examples
+    --------
+    >>> s = np.full((5, 5), 0.3) + 0.7 * np.eye(5)
+    >>> round(bae_random_baseline(s, dim=4096), 1)
+    0.5
+    """
+    s = as_square(s_true, name="s_true")
+    if dim < 1 or n_repeats < 1:
+        raise ValueError(f"dim and n_repeats must be at least 1; got {dim} and {n_repeats}")
+    rng = np.random.default_rng(seed)
+    draws = [rng.standard_normal((s.shape[0], dim)) for _ in range(n_repeats)]
+    return float(np.mean([bae(cosine_similarity_matrix(v), s) for v in draws]))
+
+
+def bae_uniform_baseline(s_true: ArrayLike) -> float:
+    r"""BAE of the Uniform baseline: one and the same vector for every annotator.
+
+    Parameters
+    ----------
+    s_true : array_like, shape (n_annotators, n_annotators)
+        Human consistency matrix.
+
+    Returns
+    -------
+    float
+        :func:`bae` of an all-ones similarity matrix; Zhang et al. report 0.15-0.23.
+
+    Notes
+    -----
+    .. math:: \mathrm{BAE}_{unif} = 1 - \frac{\lVert \mathbf{1}\mathbf{1}^\top - S^{true}
+              \rVert_F}{\lVert S^{true} \rVert_F}
+
+    References
+    ----------
+    Zhang, L. et al. (2025). A unified evaluation framework for multi-annotator tendency
+    learning, Section 4.3. doi:10.48550/arXiv.2508.10393
+
+    Examples
+    --------
+    >>> s = np.full((5, 5), 0.3) + 0.7 * np.eye(5)
+    >>> round(bae_uniform_baseline(s), 4)
+    -0.2005
+    """
+    s = as_square(s_true, name="s_true")
+    return bae(np.ones_like(s), s)
