@@ -1,6 +1,10 @@
 """Page URLs of the items app."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from apps.items import views
 
 app_name = "items"
-urlpatterns: list = []
+urlpatterns = [
+    path("studies/<int:study_id>/items/import/", views.item_import, name="import"),
+]

@@ -174,14 +174,24 @@ def question_update(
 
 
 @transaction.atomic
-def membership_add(*, study: Study, user: AbstractBaseUser, role: str) -> Membership:
-    """Give ``user`` a role in ``study`` (idempotent); annotators of a running study get work."""
+def membership_add(
+    *, study: Study, user: AbstractBaseUser, role: str, change_role: bool = False
+) -> Membership:
+    """Give ``user`` a role in ``study``; annotators of a running study get work at once.
+
+    Adding a member again with the same role changes nothing. A different role is refused
+    unless ``change_role`` says so, so that a manager is never demoted by accident.
+    """
     if role not in Membership.Role.values:
         raise ValidationError({"role": f"Unknown role {role!r}."})
     membership, created = Membership.objects.get_or_create(
         study=study, user=user, defaults={"role": role}
     )
     if not created and membership.role != role:
+        if not change_role:
+            raise ValidationError(
+                {"role": f"{user} is already {membership.get_role_display().lower()} here."}
+            )
         membership.role = role
         membership.save(update_fields=["role"])
     if role == Membership.Role.ANNOTATOR and study.is_running:

@@ -45,3 +45,18 @@ def test_labels_keep_their_order_and_coordinates(question):
         ("neutral", 1, 0.0),
         ("positive", 2, 1.0),
     ]
+
+
+def test_membership_role_change_needs_consent(db):
+    from apps.studies.models import Membership
+    from apps.studies.services import membership_add
+
+    study = StudyFactory()
+    manager = study.created_by
+    with pytest.raises(ValidationError, match="already manager"):
+        membership_add(study=study, user=manager, role=Membership.Role.ANNOTATOR)
+    assert membership_add(study=study, user=manager, role=Membership.Role.MANAGER).role == "manager"
+    changed = membership_add(
+        study=study, user=manager, role=Membership.Role.ANNOTATOR, change_role=True
+    )
+    assert changed.role == "annotator"

@@ -1,0 +1,135 @@
+"""Forms of the annotator queue.
+
+Every rendered item form carries a fresh idempotency key and a signed *ticket* naming the
+assignment shown and the moment it was shown. The ticket lets the server compute the time spent
+on the item without trusting the browser's clock, and a repeated key (double click, retry, a
+second tab) makes the services return the first submission instead of storing another.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.contrib.auth.models import AbstractBaseUser
+from django.core import signing
+from django.core.exceptions import ValidationError
+
+from apps.annotations.models import Assignment
+from apps.annotations.values import QUEUE_KINDS
+from apps.studies.forms import ServiceFormMixin
+from apps.studies.models import Label, Question, Study
+
+TICKET_SALT = "annotations.queue.ticket"
+# Revision.time_spent_ms is a PositiveIntegerField; a tab left open for weeks must still fit.
+MAX_TIME_SPENT_MS = 2**31 - 1
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def ticket_issue(*, assignment: Assignment) -> str:
+    """Sign the assignment being shown and the time it is shown, for the item form."""
+    return signing.dumps({"assignment": assignment.pk, "shown_at": _now_ms()}, salt=TICKET_SALT)
+
+
+@dataclass(frozen=True)
+class QueueQuestion:
+    """A question as the queue renders it: its form field name and its labels in order."""
+
+    question: Question
+    field_name: str
+    labels: list[Label]
+
+
+class AnswerForm(ServiceFormMixin, forms.Form):
+    """Answer (or skip) the item named by the ticket; one choice field per queue question.
+
+    With a single question each label is a submit button; with several they are radio groups
+    answered together. ``cleaned_data`` gains ``assignment``, ``answers`` (question -> label key)
+    and ``time_spent_ms``.
+    """
+
+    ANSWER, SKIP = "answer", "skip"
+
+    idempotency_key = forms.UUIDField(widget=forms.HiddenInput)
+    ticket = forms.CharField(widget=forms.HiddenInput)
+    action = forms.ChoiceField(choices=[(ANSWER, "Answer"), (SKIP, "Skip")], required=False)
+
+    def __init__(
+        self, *args: Any, study: Study, annotator: AbstractBaseUser, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.study = study
+        self.annotator = annotator
+        self.questions = [
+            QueueQuestion(question=q, field_name=f"q{q.pk}", labels=list(q.labels.all()))
+            for q in study.questions.filter(kind__in=QUEUE_KINDS).prefetch_related("labels")
+        ]
+        for entry in self.questions:
+            self.fields[entry.field_name] = forms.ChoiceField(
+                label=entry.question.prompt,
+                choices=[(label.key, label.name) for label in entry.labels],
+                required=False,
+            )
+
+    @classmethod
+    def for_assignment(
+        cls, *, study: Study, annotator: AbstractBaseUser, assignment: Assignment | None
+    ) -> AnswerForm:
+        """A fresh, unbound form for showing ``assignment``: new key, ticket signed now."""
+        initial = {"idempotency_key": uuid.uuid4()}
+        if assignment is not None:
+            initial["ticket"] = ticket_issue(assignment=assignment)
+        return cls(study=study, annotator=annotator, initial=initial)
+
+    @property
+    def single_question(self) -> bool:
+        """One question: each label button submits at once."""
+        return len(self.questions) == 1
+
+    def clean(self) -> dict[str, Any]:
+        """Resolve the ticket to the annotator's assignment and time the answer from it."""
+        data = super().clean()
+        ticket = data.get("ticket")
+        if ticket is None:
+            return data
+        try:
+            shown = signing.loads(ticket, salt=TICKET_SALT)
+        except signing.BadSignature:
+            raise ValidationError(
+                "This page is out of date; please answer the item again."
+            ) from None
+        data["assignment"] = Assignment.objects.filter(
+            pk=shown["assignment"], study=self.study, annotator=self.annotator
+        ).first()
+        if data["assignment"] is None:
+            raise ValidationError("That item is not in your queue.")
+        data["time_spent_ms"] = min(max(0, _now_ms() - shown["shown_at"]), MAX_TIME_SPENT_MS)
+        data["answers"] = {
+            entry.question: data[entry.field_name]
+            for entry in self.questions
+            if data.get(entry.field_name)
+        }
+        if (data.get("action") or self.ANSWER) == self.ANSWER:
+            missing = [
+                e.question.prompt for e in self.questions if e.question not in data["answers"]
+            ]
+            if missing:
+                raise ValidationError(f"Please answer every question: {'; '.join(missing)}")
+        return data
+
+
+class UndoForm(ServiceFormMixin, forms.Form):
+    """Retract the latest answered item; the key makes a repeated undo harmless."""
+
+    idempotency_key = forms.UUIDField(widget=forms.HiddenInput)
+
+    @classmethod
+    def fresh(cls) -> UndoForm:
+        """An unbound undo form with a new key."""
+        return cls(initial={"idempotency_key": uuid.uuid4()})

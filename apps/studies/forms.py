@@ -1,0 +1,192 @@
+"""Forms of the study pages; they validate input and show errors, the services do the writes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.http import HttpRequest, QueryDict
+
+from apps.studies.models import Label, Question, Study
+
+# Keys the annotator queue keeps for itself (skip, undo); labels may not use them as shortcuts.
+RESERVED_SHORTCUTS = frozenset({"s", "u"})
+LABEL_COLUMNS = ("key", "name", "shortcut", "valence", "arousal")
+T = TypeVar("T")
+_INDEXED_KEY = re.compile(r"^(?P<name>\w+)\[(?P<index>\d+)\]$")
+
+
+def posted(request: HttpRequest) -> QueryDict | None:
+    """The POST data to bind a form to, or ``None`` on GET (an empty POST still binds)."""
+    return request.POST if request.method == "POST" else None
+
+
+class ServiceFormMixin(forms.BaseForm):
+    """Shared form habits: CSS hooks for required and invalid fields, service errors mapping.
+
+    ``row_names`` names the rows of list-valued fields for errors keyed ``"field[i]"``. Views
+    call ``form.apply(service, ...)`` after ``is_valid()`` and check ``form.errors`` after it.
+    """
+
+    required_css_class = "required"
+    error_css_class = "has-error"
+    row_names: dict[str, str] = {}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("label_suffix", "")  # labels read "Name *", not "Name: *"
+        super().__init__(*args, **kwargs)
+
+    @property
+    def http_status(self) -> int:
+        """422 for a submitted form with errors (htmx swaps it in too), else 200."""
+        return 422 if self.is_bound and self.errors else 200
+
+    def apply(self, service: Callable[..., T], /, **kwargs: Any) -> T | None:
+        """Call a service; on ``ValidationError`` show it on the form and return ``None``."""
+        try:
+            return service(**kwargs)
+        except ValidationError as exc:
+            self.add_service_error(exc)
+            return None
+
+    def add_service_error(self, error: ValidationError) -> None:
+        """Show a service's ``ValidationError`` next to the matching field, else above the form."""
+        if not hasattr(error, "error_dict"):
+            self.add_error(None, error)
+            return
+        for key, messages in error.message_dict.items():
+            name, prefix = key, ""
+            if match := _INDEXED_KEY.match(key):
+                name = match["name"]
+                row = self.row_names.get(name, "Row")
+                prefix = f"{row} {int(match['index']) + 1}: "
+            field = name if name in self.fields else None
+            for message in messages:
+                self.add_error(field, prefix + message)
+
+
+class StudyForm(ServiceFormMixin, forms.ModelForm):
+    """Name, instructions, overlap and repeat rate of a study (written by the study services)."""
+
+    class Meta:
+        model = Study
+        fields = ("name", "instructions", "overlap", "repeat_rate")
+        widgets = {
+            "instructions": forms.Textarea(attrs={"rows": 10}),
+            "overlap": forms.NumberInput(attrs={"min": 1, "placeholder": "everyone"}),
+            "repeat_rate": forms.NumberInput(attrs={"min": 0, "max": 1, "step": 0.05}),
+        }
+        labels = {"overlap": "Annotators per item", "repeat_rate": "Repeat rate"}
+        help_texts = {
+            "instructions": "Shown to annotators above each item. Markdown: **bold**, lists, "
+            "links, tables.",
+            "repeat_rate": "Share of items shown a second time to the same annotator, from 0 to "
+            "1 (0.1 = one item in ten), to measure test-retest agreement.",
+        }
+
+
+class StudyStatusForm(forms.Form):
+    """The status a manager moves the study to (open, pause, close)."""
+
+    status = forms.ChoiceField(choices=Study.Status.choices)
+
+
+def _number(text: str, *, column: str, line: int) -> float | None:
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ValidationError(f"Line {line}: {column} must be a number, not {text!r}.") from None
+
+
+def _parse_label_line(line: str, *, number: int) -> dict[str, Any]:
+    """One ``key | Name | shortcut | valence | arousal`` line as the services' label dict."""
+    cells = [cell.strip() for cell in line.split("|")]
+    if len(cells) > len(LABEL_COLUMNS):
+        raise ValidationError(f"Line {number}: at most {len(LABEL_COLUMNS)} columns.")
+    key, name, shortcut, valence, arousal = cells + [""] * (len(LABEL_COLUMNS) - len(cells))
+    try:
+        validate_slug(key)
+    except ValidationError:
+        raise ValidationError(
+            f"Line {number}: the key {key!r} may use only letters, digits, - and _."
+        ) from None
+    if len(shortcut) > 1:
+        raise ValidationError(f"Line {number}: a shortcut is a single key, not {shortcut!r}.")
+    if shortcut.lower() in RESERVED_SHORTCUTS:
+        raise ValidationError(f"Line {number}: {shortcut!r} is kept for skip (s) and undo (u).")
+    return {
+        "key": key,
+        "name": name or key,
+        "shortcut": shortcut,
+        "valence": _number(valence, column="valence", line=number),
+        "arousal": _number(arousal, column="arousal", line=number),
+    }
+
+
+def labels_to_text(labels: Iterable[Label]) -> str:
+    """The editable text of a scale: one ``key | Name | shortcut | valence | arousal`` a line."""
+    lines = []
+    for label in labels:
+        cells = [
+            label.key,
+            label.name,
+            label.shortcut,
+            "" if label.valence is None else f"{label.valence:g}",
+            "" if label.arousal is None else f"{label.arousal:g}",
+        ]
+        while cells and not cells[-1]:
+            cells.pop()
+        lines.append(" | ".join(cells))
+    return "\n".join(lines)
+
+
+class QuestionForm(ServiceFormMixin, forms.ModelForm):
+    """A categorical question and its labels, typed one label per line."""
+
+    row_names = {"labels": "Label"}
+
+    labels = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 7, "spellcheck": "false", "class": "mono"}),
+        help_text="One label per line: key | Name | shortcut | valence | arousal. Only the key "
+        "is required; valence and arousal (from -1 to 1) go together. Lines are shown in this "
+        "order, from low to high on an ordered scale.",
+    )
+
+    class Meta:
+        model = Question
+        fields = ("key", "prompt", "ordered")
+        labels = {"ordered": "Ordered scale"}
+        widgets = {"prompt": forms.TextInput(attrs={"size": 60})}
+
+    def clean_labels(self) -> list[dict[str, Any]]:
+        """Parse the label lines; report every bad line, repeated key or shortcut at once."""
+        labels, errors = [], []
+        first_line: dict[tuple[str, str], int] = {}
+        for number, line in enumerate(self.cleaned_data["labels"].splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                label = _parse_label_line(line, number=number)
+            except ValidationError as exc:
+                errors.append(exc)
+                continue
+            labels.append(label)
+            for column in ("key", "shortcut"):
+                seen = (column, label[column].lower())
+                if label[column] and seen in first_line:
+                    errors.append(
+                        ValidationError(
+                            f"Line {number}: the {column} {label[column]!r} is already used on "
+                            f"line {first_line[seen]}."
+                        )
+                    )
+                first_line.setdefault(seen, number)
+        if errors:
+            raise ValidationError(errors)
+        return labels

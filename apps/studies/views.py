@@ -1,0 +1,163 @@
+"""Study pages: the home page, a manager's study overview, and study and question editing."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.forms.models import model_to_dict
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from apps.annotations.selectors import annotator_progress, item_coverage, study_progress
+from apps.studies.forms import (
+    QuestionForm,
+    StudyForm,
+    StudyStatusForm,
+    labels_to_text,
+    posted,
+)
+from apps.studies.markdown import render_markdown
+from apps.studies.models import Membership, Question, Study
+from apps.studies.selectors import (
+    can_create_studies,
+    studies_for_user,
+    studies_managed_by,
+    study_role,
+)
+from apps.studies.services import (
+    question_create,
+    question_update,
+    study_create,
+    study_set_status,
+    study_update,
+)
+
+COVERAGE_PAGE_SIZE = 25
+STATUS_MESSAGES = {
+    Study.Status.RUNNING: "The study is open: annotators can start labelling.",
+    Study.Status.DRAFT: "The study is a draft: annotators cannot label until you open it.",
+    Study.Status.CLOSED: "The study is closed; no more annotations are accepted.",
+}
+
+
+def _managed_study(request: HttpRequest, study_id: int) -> Study:
+    """The study if the user manages it; 404 otherwise (outsiders learn nothing)."""
+    return get_object_or_404(studies_managed_by(user=request.user), pk=study_id)
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    """My studies with my role; annotators see their progress and a way back into the queue."""
+    rows = []
+    for study in studies_for_user(user=request.user):
+        role = study_role(user=request.user, study=study)
+        progress = (
+            annotator_progress(annotator=request.user, study=study)
+            if role == Membership.Role.ANNOTATOR
+            else None
+        )
+        rows.append({"study": study, "role": role, "progress": progress})
+    context = {"rows": rows, "can_create": can_create_studies(user=request.user)}
+    return render(request, "studies/home.html", context)
+
+
+@login_required
+def study_overview(request: HttpRequest, study_id: int) -> HttpResponse:
+    """A manager's view of one study: status, questions, progress, coverage and downloads."""
+    study = _managed_study(request, study_id)
+    coverage = Paginator(item_coverage(study=study), COVERAGE_PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    context = {"study": study, "coverage": coverage}
+    if request.htmx:
+        return render(request, "studies/overview.html#coverage", context)
+    context |= {
+        "instructions": render_markdown(study.instructions),
+        "questions": study.questions.prefetch_related("labels"),
+        "progress": study_progress(study=study),
+        "status_message": STATUS_MESSAGES[study.status],
+    }
+    return render(request, "studies/overview.html", context)
+
+
+@login_required
+@require_POST
+def study_status(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Open, pause or close the study, then go back to its overview."""
+    study = _managed_study(request, study_id)
+    form = StudyStatusForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Unknown study status.")
+        return redirect("studies:overview", study.pk)
+    try:
+        study_set_status(study=study, status=form.cleaned_data["status"])
+    except ValidationError as exc:
+        for message in exc.messages:
+            messages.error(request, message)
+    else:
+        messages.success(request, STATUS_MESSAGES[study.status])
+    return redirect("studies:overview", study.pk)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def study_new(request: HttpRequest) -> HttpResponse:
+    """Create a study; its creator becomes its manager."""
+    if not can_create_studies(user=request.user):
+        raise PermissionDenied("You may not create studies.")
+    form = StudyForm(posted(request))
+    if form.is_valid() and (
+        study := form.apply(study_create, creator=request.user, **form.cleaned_data)
+    ):
+        messages.success(
+            request, "Study created. Next: add a question, import items and invite annotators."
+        )
+        return redirect("studies:overview", study.pk)
+    return render(request, "studies/study_form.html", {"form": form}, status=form.http_status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def study_edit(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Change a study's name, instructions, overlap and repeat rate."""
+    study = _managed_study(request, study_id)
+    form = StudyForm(posted(request), initial=model_to_dict(study, fields=StudyForm.Meta.fields))
+    if form.is_valid() and form.apply(study_update, study=study, **form.cleaned_data):
+        messages.success(request, "Study saved.")
+        return redirect("studies:overview", study.pk)
+    context = {"form": form, "study": study}
+    return render(request, "studies/study_form.html", context, status=form.http_status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def question_new(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Add a categorical question with its labels."""
+    study = _managed_study(request, study_id)
+    form = QuestionForm(posted(request))
+    if form.is_valid() and form.apply(question_create, study=study, **form.cleaned_data):
+        messages.success(request, "Question added.")
+        return redirect("studies:overview", study.pk)
+    context = {"form": form, "study": study}
+    return render(request, "studies/question_form.html", context, status=form.http_status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def question_edit(request: HttpRequest, study_id: int, question_id: int) -> HttpResponse:
+    """Edit a categorical question; labels are kept by key, so answers keep their meaning."""
+    study = _managed_study(request, study_id)
+    question = get_object_or_404(
+        study.questions.prefetch_related("labels"), pk=question_id, kind=Question.Kind.CATEGORICAL
+    )
+    initial = model_to_dict(question, fields=QuestionForm.Meta.fields)
+    initial["labels"] = labels_to_text(question.labels.all())
+    form = QuestionForm(posted(request), initial=initial)
+    if form.is_valid() and form.apply(question_update, question=question, **form.cleaned_data):
+        messages.success(request, "Question saved.")
+        return redirect("studies:overview", study.pk)
+    context = {"form": form, "study": study, "question": question}
+    return render(request, "studies/question_form.html", context, status=form.http_status)

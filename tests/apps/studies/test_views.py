@@ -1,0 +1,290 @@
+"""Home, sign-in, study overview, study and question forms, and status changes."""
+
+from __future__ import annotations
+
+import pytest
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+from apps.studies.models import Label, Membership, Question, Study
+from tests.factories import PASSWORD, ItemFactory, StudyFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def overview_url(study: Study) -> str:
+    return reverse("studies:overview", args=[study.pk])
+
+
+# ---------- Home and sign-in ----------
+
+
+def test_home_needs_login(client):
+    response = client.get(reverse("studies:home"))
+    assert response.status_code == 302
+    assert response.url.startswith(reverse("login"))
+
+
+def test_login_lands_on_home(client, study_setup):
+    annotator = study_setup[1][0]
+    response = client.post(reverse("login"), {"username": annotator.username, "password": PASSWORD})
+    assert response.status_code == 302
+    assert response.url == reverse("studies:home")
+
+
+def test_login_page_renders_with_errors(client, db):
+    response = client.post(reverse("login"), {"username": "nobody", "password": "wrong"})
+    assert response.status_code == 200
+    assert "errorlist" in response.content.decode()
+
+
+def test_annotator_home_shows_progress_and_continue(client, study_setup):
+    study, (annotator, *_) = study_setup
+    client.force_login(annotator)
+    html = client.get(reverse("studies:home")).content.decode()
+    assert study.name in html
+    assert "an annotator" in html
+    assert "0 of 6 done" in html
+    assert reverse("annotations:queue", args=[study.pk]) in html
+    assert "New study" not in html
+    assert f'href="{overview_url(study)}"' not in html
+
+
+def test_manager_home_shows_manage_link_and_new_study(client, study_setup, manager):
+    study, _ = study_setup
+    client.force_login(manager)
+    html = client.get(reverse("studies:home")).content.decode()
+    assert "a manager" in html
+    assert overview_url(study) in html
+    assert reverse("studies:create") in html
+
+
+def test_home_lists_only_my_studies(client, study_setup, outsider):
+    client.force_login(outsider)
+    html = client.get(reverse("studies:home")).content.decode()
+    assert study_setup[0].name not in html
+    assert "do not take part" in html
+
+
+# ---------- Overview ----------
+
+
+def test_overview_is_for_the_studys_managers_only(client, study_setup, outsider):
+    study, (annotator, *_) = study_setup
+    for user in (annotator, outsider):
+        client.force_login(user)
+        response = client.get(overview_url(study))
+        assert response.status_code == 404
+        assert "Page not found" in response.content.decode()  # templates/404.html
+    client.logout()
+    assert client.get(overview_url(study)).status_code == 302
+
+
+def test_overview_shows_progress_coverage_and_downloads(client, study_setup, manager):
+    study, annotators = study_setup
+    client.force_login(manager)
+    response = client.get(overview_url(study))
+    html = response.content.decode()
+    assert response.status_code == 200
+    for annotator in annotators:
+        assert annotator.username in html
+    assert "0 of 6 done" in html  # each annotator's bar
+    assert study.items.first().external_id in html
+    assert reverse("annotations:export", args=[study.pk, "csv"]) in html
+    assert reverse("annotations:export", args=[study.pk, "jsonl"]) + "?history=1" in html
+    assert "Close study" in html
+
+
+def test_coverage_is_paginated_and_htmx_gets_the_fragment(client, manager, study_setup):
+    study, _ = study_setup
+    ItemFactory.create_batch(30, study=study)
+    client.force_login(manager)
+    page_two = client.get(overview_url(study) + "?page=2", HTTP_HX_REQUEST="true")
+    html = page_two.content.decode()
+    assert page_two.status_code == 200
+    assert html.lstrip().startswith('<section class="card" id="coverage"')
+    assert "<html" not in html
+    assert "Page 2 of 2" in html
+
+
+# ---------- Status ----------
+
+
+def test_opening_a_study_without_questions_explains_why_not(client, manager):
+    study = StudyFactory(created_by=manager)
+    client.force_login(manager)
+    response = client.post(
+        reverse("studies:status", args=[study.pk]), {"status": "running"}, follow=True
+    )
+    assert "Add at least one question" in response.content.decode()
+    study.refresh_from_db()
+    assert study.status == Study.Status.DRAFT
+
+
+def test_closing_a_study(client, study_setup, manager):
+    study, _ = study_setup
+    client.force_login(manager)
+    response = client.post(
+        reverse("studies:status", args=[study.pk]), {"status": "closed"}, follow=True
+    )
+    study.refresh_from_db()
+    assert study.status == Study.Status.CLOSED
+    assert "The study is closed" in response.content.decode()
+    assert "Reopen study" in response.content.decode()
+
+
+def test_annotator_cannot_change_status(client, study_setup):
+    study, (annotator, *_) = study_setup
+    client.force_login(annotator)
+    response = client.post(reverse("studies:status", args=[study.pk]), {"status": "closed"})
+    assert response.status_code == 404
+
+
+# ---------- Create and edit a study ----------
+
+
+def test_study_creation_needs_the_permission(client, study_setup):
+    client.force_login(study_setup[1][0])
+    response = client.get(reverse("studies:create"))
+    assert response.status_code == 403
+    assert "Not allowed" in response.content.decode()  # templates/403.html
+
+
+def test_create_study(client, outsider):
+    client.force_login(outsider)
+    data = {"name": "Emotions", "instructions": "Be *quick*.", "overlap": "2", "repeat_rate": "0.1"}
+    response = client.post(reverse("studies:create"), data)
+    study = Study.objects.get(name="Emotions")
+    assert response.status_code == 302
+    assert response.url == overview_url(study)
+    assert study.overlap == 2
+    assert Membership.objects.get(study=study).user == outsider
+
+
+def test_study_form_errors_sit_next_to_fields(client, outsider):
+    client.force_login(outsider)
+    response = client.post(reverse("studies:create"), {"name": "", "repeat_rate": "2"})
+    html = response.content.decode()
+    assert response.status_code == 422
+    assert 'id="id_name_error"' in html
+    assert 'aria-invalid="true"' in html
+    assert "less than or equal to 1" in html
+    assert not Study.objects.exists()
+
+
+def test_edit_study(client, study_setup, manager):
+    study, _ = study_setup
+    client.force_login(manager)
+    page = client.get(reverse("studies:edit", args=[study.pk]))
+    assert study.name in page.content.decode()
+    data = {"name": "Renamed", "instructions": "New", "overlap": "", "repeat_rate": "0"}
+    response = client.post(reverse("studies:edit", args=[study.pk]), data)
+    assert response.status_code == 302
+    study.refresh_from_db()
+    assert study.name == "Renamed"
+    assert study.overlap is None
+
+
+# ---------- Questions ----------
+
+LABELS_TEXT = (
+    "sad | Sad | 1 | -0.8 | -0.2\nneutral | Neutral | 2\n\nhappy | Happy | 3 | 0.8 | 0.5\n"
+)
+
+
+def test_add_question_with_labels_typed_one_per_line(client, manager):
+    study = StudyFactory(created_by=manager)
+    client.force_login(manager)
+    data = {"key": "emotion", "prompt": "Which emotion?", "ordered": "on", "labels": LABELS_TEXT}
+    response = client.post(reverse("studies:question_create", args=[study.pk]), data)
+    assert response.status_code == 302
+    question = Question.objects.get(study=study)
+    assert question.ordered
+    assert [(lab.key, lab.name, lab.shortcut) for lab in question.labels.all()] == [
+        ("sad", "Sad", "1"),
+        ("neutral", "Neutral", "2"),
+        ("happy", "Happy", "3"),
+    ]
+    assert question.labels.get(key="happy").arousal == 0.5
+
+
+def test_label_lines_report_their_line_numbers(client, manager):
+    study = StudyFactory(created_by=manager)
+    client.force_login(manager)
+    labels = "ok | Ok | 1\nbad key | Bad\nx | X | s\ny | Y | 4 | high"
+    data = {"key": "q", "prompt": "?", "labels": labels}
+    response = client.post(reverse("studies:question_create", args=[study.pk]), data)
+    html = response.content.decode()
+    assert response.status_code == 422
+    assert "Line 2: the key" in html
+    assert "Line 3: &#x27;s&#x27; is kept for skip" in html
+    assert "Line 4: valence must be a number" in html
+    assert 'id="id_labels_error"' in html
+    assert not study.questions.exists()
+
+
+def test_service_errors_are_shown_on_the_form(client, manager):
+    study = StudyFactory(created_by=manager)
+    client.force_login(manager)
+    data = {"key": "q", "prompt": "?", "labels": "a | A | 1 | 0.5"}
+    response = client.post(reverse("studies:question_create", args=[study.pk]), data)
+    assert "at least two labels" in response.content.decode()
+    data["labels"] = "a | A | 1 | 0.5\nb | B | 2"
+    response = client.post(reverse("studies:question_create", args=[study.pk]), data)
+    assert response.status_code == 422
+    assert "Label 1: Give both valence and arousal, or neither." in response.content.decode()
+    assert not study.questions.exists()
+
+
+def test_repeated_keys_and_shortcuts_name_both_lines(client, manager):
+    study = StudyFactory(created_by=manager)
+    client.force_login(manager)
+    data = {"key": "q", "prompt": "?", "labels": "a | A | 1\nb | B | 1\na | C"}
+    response = client.post(reverse("studies:question_create", args=[study.pk]), data)
+    html = response.content.decode()
+    assert response.status_code == 422
+    assert "Line 2: the shortcut &#x27;1&#x27; is already used on line 1." in html
+    assert "Line 3: the key &#x27;a&#x27; is already used on line 1." in html
+
+
+def test_edit_question_keeps_labels_by_key(client, study_setup, manager):
+    study, _ = study_setup
+    question = study.questions.get()
+    label_ids = set(question.labels.values_list("id", flat=True))
+    client.force_login(manager)
+    url = reverse("studies:question_edit", args=[study.pk, question.pk])
+    page = client.get(url).content.decode()
+    assert "negative | Negative | 1 | -1 | 0" in page
+    labels = (
+        "negative | Bad | 1 | -1 | 0\nneutral | Neutral | 2 | 0 | 0\npositive | Good | 3 | 1 | 0"
+    )
+    data = {"key": "sentiment", "prompt": "Tone?", "ordered": "on", "labels": labels}
+    assert client.post(url, data).status_code == 302
+    assert set(question.labels.values_list("id", flat=True)) == label_ids
+    assert Label.objects.get(question=question, key="positive").name == "Good"
+
+
+def test_other_managers_cannot_edit_questions(client, study_setup, outsider):
+    study, _ = study_setup
+    question = study.questions.get()
+    client.force_login(outsider)
+    url = reverse("studies:question_edit", args=[study.pk, question.pk])
+    assert client.get(url).status_code == 404
+
+
+def test_annotators_cannot_open_manager_pages(client, study_setup):
+    study, (annotator, *_) = study_setup
+    client.force_login(annotator)
+    for name in ("studies:edit", "studies:question_create"):
+        assert client.get(reverse(name, args=[study.pk])).status_code == 404
+
+
+def test_new_user_without_permission_sees_no_new_study_button(client):
+    client.force_login(UserFactory())
+    assert "New study" not in client.get(reverse("studies:home")).content.decode()
+
+
+def test_server_error_page_renders_without_a_request():
+    html = render_to_string("500.html")
+    assert "Something went wrong" in html
+    assert "studio.css" in html
