@@ -8,33 +8,21 @@ second tab) makes the services return the first submission instead of storing an
 
 from __future__ import annotations
 
-import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from django import forms
 from django.contrib.auth.models import AbstractBaseUser
-from django.core import signing
 from django.core.exceptions import ValidationError
 
 from apps.annotations.models import Assignment
+from apps.annotations.tickets import ticket_issue, ticket_read
 from apps.annotations.values import QUEUE_KINDS
 from apps.studies.forms import ServiceFormMixin
 from apps.studies.models import Label, Question, Study
 
 TICKET_SALT = "annotations.queue.ticket"
-# Revision.time_spent_ms is a PositiveIntegerField; a tab left open for weeks must still fit.
-MAX_TIME_SPENT_MS = 2**31 - 1
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def ticket_issue(*, assignment: Assignment) -> str:
-    """Sign the assignment being shown and the time it is shown, for the item form."""
-    return signing.dumps({"assignment": assignment.pk, "shown_at": _now_ms()}, salt=TICKET_SALT)
 
 
 @dataclass(frozen=True)
@@ -84,7 +72,7 @@ class AnswerForm(ServiceFormMixin, forms.Form):
         """A fresh, unbound form for showing ``assignment``: new key, ticket signed now."""
         initial = {"idempotency_key": uuid.uuid4()}
         if assignment is not None:
-            initial["ticket"] = ticket_issue(assignment=assignment)
+            initial["ticket"] = ticket_issue({"assignment": assignment.pk}, salt=TICKET_SALT)
         return cls(study=study, annotator=annotator, initial=initial)
 
     @property
@@ -98,18 +86,16 @@ class AnswerForm(ServiceFormMixin, forms.Form):
         ticket = data.get("ticket")
         if ticket is None:
             return data
-        try:
-            shown = signing.loads(ticket, salt=TICKET_SALT)
-        except signing.BadSignature:
-            raise ValidationError(
-                "This page is out of date; please answer the item again."
-            ) from None
+        shown, data["time_spent_ms"] = ticket_read(
+            ticket,
+            salt=TICKET_SALT,
+            stale_message="This page is out of date; please answer the item again.",
+        )
         data["assignment"] = Assignment.objects.filter(
             pk=shown["assignment"], study=self.study, annotator=self.annotator
         ).first()
         if data["assignment"] is None:
             raise ValidationError("That item is not in your queue.")
-        data["time_spent_ms"] = min(max(0, _now_ms() - shown["shown_at"]), MAX_TIME_SPENT_MS)
         data["answers"] = {
             entry.question: data[entry.field_name]
             for entry in self.questions

@@ -9,6 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from apps.studies.kinds import clean_question_settings
 from apps.studies.models import Label, Membership, Question, Study
 
 STUDY_FIELDS = ("name", "instructions", "overlap", "repeat_rate")
@@ -141,7 +142,7 @@ def question_create(
         kind=kind,
         ordered=ordered,
         position=position,
-        settings=settings or {},
+        settings=clean_question_settings(kind, settings),
     )
     question.full_clean()
     question.save()
@@ -164,6 +165,7 @@ def question_update(
         raise ValidationError({"kind": "The kind of an answered question cannot change."})
     for name, value in fields.items():
         setattr(question, name, value)
+    question.settings = clean_question_settings(question.kind, question.settings)
     question.full_clean()
     question.save()
     if labels is not None and question.kind == Question.Kind.CATEGORICAL:

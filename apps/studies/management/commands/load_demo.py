@@ -340,7 +340,14 @@ def rzhetsky_study(ctx: DemoContext) -> str:
     return f"{RZHETSKY_NAME!r}: study {study.pk}, {len(table)} items, {stored} answers."
 
 
-BUILDERS: list[Builder] = [emotions_study, rzhetsky_study]
+def pairwise_study(ctx: DemoContext) -> str:
+    """A running pairwise-preference study (transitivity pruning), from apps.preferences."""
+    from apps.preferences.demo import load_pairwise_demo
+
+    return load_pairwise_demo(manager=ctx.manager, annotators=ctx.annotators.values())
+
+
+BUILDERS: list[Builder] = [emotions_study, rzhetsky_study, pairwise_study]
 
 
 class Command(BaseCommand):

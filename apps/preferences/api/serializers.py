@@ -1,0 +1,129 @@
+"""Serializers of pairwise preferences: they parse and render, the services decide."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.items.api.serializers import ItemSerializer
+from apps.items.models import Item
+from apps.preferences.models import Judgement
+from apps.studies.models import Question
+from apps.studies.selectors import studies_for_user
+
+
+class NextPairSerializer(serializers.Serializer):
+    """The pair to judge: show ``item_a`` on the left, ``item_b`` on the right."""
+
+    item_a = ItemSerializer()
+    item_b = ItemSerializer()
+    remaining_estimate = serializers.IntegerField(help_text="About how many judgements are left.")
+    strict = serializers.BooleanField(help_text="True: answer A or B only (no tie).")
+
+
+class JudgementSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Judgement
+        fields = [
+            "id",
+            "question",
+            "annotator",
+            "sequence",
+            "item_a",
+            "item_b",
+            "outcome",
+            "phase",
+            "contradicts",
+            "time_spent_ms",
+            "idempotency_key",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class PairwiseQuestionField(serializers.PrimaryKeyRelatedField):
+    """The id of a pairwise question of one of the requesting user's studies.
+
+    Questions of other studies read as "does not exist": ids never reveal other studies.
+    """
+
+    def get_queryset(self) -> Any:
+        return Question.objects.filter(
+            kind=Question.Kind.PAIRWISE,
+            study__in=studies_for_user(user=self.context["request"].user),
+        ).select_related("study")
+
+
+class JudgementCreateSerializer(serializers.Serializer):
+    question = PairwiseQuestionField(
+        queryset=Question.objects.all(), help_text="A pairwise question of one of your studies."
+    )
+    item_a = serializers.PrimaryKeyRelatedField(queryset=Item.objects.all())
+    item_b = serializers.PrimaryKeyRelatedField(queryset=Item.objects.all())
+    outcome = serializers.ChoiceField(
+        choices=Judgement.Outcome.choices,
+        help_text="1: item_a is better, -1: item_b is better, 0: equal (weak preference only).",
+    )
+    idempotency_key = serializers.UUIDField(
+        help_text="Made by the client once per answer: resending it stores nothing new and "
+        "returns the first judgement."
+    )
+    time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        study_id = attrs["question"].study_id
+        errors = {
+            name: "This item is not in the question's study."
+            for name in ("item_a", "item_b")
+            if attrs[name].study_id != study_id
+        }
+        if not errors and attrs["item_a"] == attrs["item_b"]:
+            errors["item_b"] = "Compare two different items."
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class JudgementFilterSerializer(serializers.Serializer):
+    study = serializers.IntegerField(required=False, help_text="A study id.")
+    question = serializers.IntegerField(required=False, help_text="A question id.")
+
+
+class AnnotatorConsistencySerializer(serializers.Serializer):
+    username = serializers.CharField()
+    n_items = serializers.IntegerField()
+    asked = serializers.IntegerField(help_text="Judgements asked so far.")
+    all_pairs = serializers.IntegerField(help_text="n(n-1)/2.")
+    minimum = serializers.IntegerField(help_text="ceil(log2 n!), the fewest any sort needs.")
+    remaining = serializers.IntegerField(help_text="About how many judgements are left.")
+    kappa = serializers.FloatField(
+        allow_null=True, help_text="Transitivity kappa (null before a complete triplet)."
+    )
+    complete_triplets = serializers.IntegerField(source="consistency.n_complete")
+    contradictions = serializers.IntegerField()
+    pruning = serializers.BooleanField(help_text="False once kappa fell below the floor.")
+    completed = serializers.BooleanField(help_text="The ranking is complete.")
+
+
+class ItemScoreSerializer(serializers.Serializer):
+    item = serializers.IntegerField(source="item.pk")
+    external_id = serializers.CharField(source="item.external_id")
+    rank = serializers.IntegerField(allow_null=True)
+    bt_log_strength = serializers.FloatField(allow_null=True)
+    bt_se = serializers.FloatField(allow_null=True)
+    count_scores = serializers.DictField(
+        child=serializers.FloatField(allow_null=True),
+        help_text="Annotator -> Amidei count score (null: item not judged by them).",
+    )
+    absolute_scale = serializers.DictField(child=serializers.FloatField(allow_null=True))
+
+
+class ScoresSerializer(serializers.Serializer):
+    bt_alpha = serializers.FloatField(
+        help_text="Ridge penalty of the Bradley-Terry fit: 0, or small when the comparison "
+        "graph is not strongly connected."
+    )
+    n_judgements = serializers.IntegerField()
+    items = ItemScoreSerializer(many=True)
+    annotators = AnnotatorConsistencySerializer(many=True)

@@ -1,0 +1,55 @@
+"""The form of the comparison page: one answer to the pair shown.
+
+The rendered form carries a fresh idempotency key and a signed *ticket* naming the pair shown
+and the moment it was shown, so the server knows which pair is answered and how long it took
+without trusting hidden item fields or the browser's clock.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django import forms
+
+from apps.annotations.tickets import ticket_issue, ticket_read
+from apps.preferences.models import Judgement
+from apps.studies.forms import ServiceFormMixin
+
+TICKET_SALT = "preferences.compare.ticket"
+
+
+class JudgementForm(ServiceFormMixin, forms.Form):
+    """Answer the pair named by the ticket: A, B or (weak preferences only) equal.
+
+    ``cleaned_data`` gains ``item_a``, ``item_b`` (ids, as shown) and ``time_spent_ms``.
+    """
+
+    idempotency_key = forms.UUIDField(widget=forms.HiddenInput)
+    ticket = forms.CharField(widget=forms.HiddenInput)
+    outcome = forms.TypedChoiceField(
+        choices=Judgement.Outcome.choices,
+        coerce=int,
+        error_messages={"required": "Choose A, B or equal."},
+    )
+
+    @classmethod
+    def for_pair(cls, pair: tuple[int, int] | None) -> JudgementForm:
+        """An unbound form for showing ``pair``: a new key, and a ticket signed now."""
+        initial: dict[str, Any] = {"idempotency_key": uuid.uuid4()}
+        if pair is not None:
+            initial["ticket"] = ticket_issue({"a": pair[0], "b": pair[1]}, salt=TICKET_SALT)
+        return cls(initial=initial)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        ticket = data.get("ticket")
+        if ticket is None:
+            return data
+        shown, data["time_spent_ms"] = ticket_read(
+            ticket,
+            salt=TICKET_SALT,
+            stale_message="This page is out of date; please answer the pair again.",
+        )
+        data["item_a"], data["item_b"] = shown["a"], shown["b"]
+        return data

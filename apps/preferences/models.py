@@ -1,0 +1,189 @@
+"""Pairwise-preference judgements (append-only) and the per-annotator session that orders them.
+
+A :class:`Judgement` is one answer of one annotator to one pair of items of a ``pairwise``
+question; judgements are never updated or deleted. A :class:`PairSession` holds what is needed to
+rebuild that annotator's :class:`~apps.preferences.scheduling.PairScheduler` from the stored
+judgements (seed and item list); its row lock serialises the annotator's requests.
+
+The question's ``settings`` are checked by :func:`clean_pairwise_settings`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from apps.items.models import Item
+from apps.studies.models import Question
+
+
+@dataclass(frozen=True)
+class PairwiseSettings:
+    """The settings of a pairwise question, with their defaults.
+
+    Attributes
+    ----------
+    strict : bool
+        Strict preference (A or B); False allows "equal" (weak preference).
+    calibration_triplets : int
+        Triplets whose three pairs are all asked first, to measure transitivity (T).
+    audit_rate : float
+        Share of sort steps that ask an already implied pair instead, in [0, 1).
+    kappa_floor : float
+        Transitivity kappa below which pruning stops for an annotator: every pair not yet
+        asked is then asked.
+    """
+
+    strict: bool = False
+    calibration_triplets: int = 10
+    audit_rate: float = 0.1
+    kappa_floor: float = 0.4
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def clean_pairwise_settings(raw: Any) -> PairwiseSettings:
+    """Validate a pairwise question's ``settings`` and fill in the defaults.
+
+    Parameters
+    ----------
+    raw : dict or None
+        ``Question.settings``; unknown keys are refused so that typos do not pass silently.
+
+    Returns
+    -------
+    PairwiseSettings
+
+    Raises
+    ------
+    django.core.exceptions.ValidationError
+        Field errors keyed by setting name.
+    """
+    raw = raw or {}
+    if not isinstance(raw, dict):
+        raise ValidationError({"settings": "Pairwise settings must be an object."})
+    fields = PairwiseSettings.__dataclass_fields__
+    errors: dict[str, str] = {}
+    unknown = sorted(set(raw) - set(fields))
+    if unknown:
+        errors["settings"] = f"Unknown pairwise settings: {', '.join(unknown)}."
+    values = {name: raw.get(name, field.default) for name, field in fields.items()}
+    if not isinstance(values["strict"], bool):
+        errors["strict"] = "Give true (A or B only) or false (A, B or equal)."
+    triplets = values["calibration_triplets"]
+    if isinstance(triplets, bool) or not isinstance(triplets, int) or triplets < 0:
+        errors["calibration_triplets"] = "Give a whole number of triplets, 0 or more."
+    for name, low, high, closed in (
+        ("audit_rate", 0.0, 1.0, False),
+        ("kappa_floor", -3.0, 1.0, True),
+    ):
+        value = values[name]
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        in_range = number and low <= value and (value <= high if closed else value < high)
+        if not (in_range and math.isfinite(value)):
+            bracket = "]" if closed else ")"
+            errors[name] = f"Give a number in [{low:g}, {high:g}{bracket}."
+        else:
+            values[name] = float(value)
+    if errors:
+        raise ValidationError(errors)
+    return PairwiseSettings(**values)
+
+
+class PairSession(models.Model):
+    """One annotator's work on one pairwise question: what rebuilds their scheduler.
+
+    Created on the annotator's first visit. ``items`` freezes the item ids to rank (their
+    round-1 assignments at that moment, in queue order) and ``settings`` the question's settings:
+    items assigned or settings changed later do not affect a ranking under way, so replaying the
+    judgements always reproduces the same schedule.
+    ``pruning_stopped_at`` is the number of judgements after which the annotator's transitivity
+    kappa fell below the question's floor; from then on every pair not yet asked is asked.
+    """
+
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="pair_sessions")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="pair_sessions"
+    )
+    seed = models.PositiveIntegerField()
+    items = models.JSONField(help_text="Item ids to rank, in the order given to the scheduler.")
+    settings = models.JSONField(help_text="The question's settings when the session started.")
+    pruning_stopped_at = models.PositiveIntegerField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["question_id", "annotator_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["question", "annotator"], name="one_pair_session_per_annotator"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} on {self.question.key}"
+
+    @property
+    def pairwise_settings(self) -> PairwiseSettings:
+        return clean_pairwise_settings(self.settings)
+
+
+class Judgement(models.Model):
+    """One immutable answer to a pair: ``outcome`` 1 prefers A, -1 prefers B, 0 is a tie."""
+
+    class Outcome(models.IntegerChoices):
+        A = 1, "A is better"
+        EQUAL = 0, "Equal"
+        B = -1, "B is better"
+
+    class Phase(models.TextChoices):
+        CALIBRATION = "calibration", "Calibration"
+        SORT = "sort", "Sort"
+        AUDIT = "audit", "Audit"
+
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="judgements")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="judgements"
+    )
+    sequence = models.PositiveIntegerField(help_text="1, 2, ... per annotator and question.")
+    item_a = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    item_b = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    outcome = models.SmallIntegerField(choices=Outcome.choices)
+    phase = models.CharField(max_length=11, choices=Phase.choices)
+    contradicts = models.BooleanField(
+        default=False, help_text="The answer disagrees with what earlier answers implied."
+    )
+    time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
+    idempotency_key = models.UUIDField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["question_id", "annotator_id", "sequence"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["question", "annotator", "sequence"], name="judgement_sequence_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["question", "annotator", "idempotency_key"],
+                name="judgement_idempotency_unique",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(outcome__in=[-1, 0, 1]), name="judgement_outcome_valid"
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(item_a=models.F("item_b")), name="judgement_two_items"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} #{self.sequence}: {self.item_a_id} vs {self.item_b_id}"
+
+    def as_tuple(self) -> tuple[int, int, int]:
+        """``(item_a_id, item_b_id, outcome)``, the shape the metrics and the scheduler take."""
+        return self.item_a_id, self.item_b_id, self.outcome

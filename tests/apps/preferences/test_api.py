@@ -1,0 +1,158 @@
+"""REST API of pairwise preferences: next pair, judgements, scores, permissions."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from apps.preferences.models import Judgement
+from tests.apps.preferences.conftest import answer_all, by_level
+from tests.factories import UserFactory
+
+
+def next_url(setup) -> str:
+    return f"/api/studies/{setup.study.pk}/pairs/{setup.question.key}/next/"
+
+
+def scores_url(setup) -> str:
+    return f"/api/studies/{setup.study.pk}/pairs/{setup.question.key}/scores/"
+
+
+def answer(api_client, setup, *, outcome=1, key=None, pair=None):
+    if pair is None:
+        body = api_client.get(next_url(setup)).json()
+        pair = body["item_a"]["id"], body["item_b"]["id"]
+    return api_client.post(
+        "/api/judgements/",
+        {
+            "question": setup.question.pk,
+            "item_a": pair[0],
+            "item_b": pair[1],
+            "outcome": outcome,
+            "idempotency_key": str(key or uuid.uuid4()),
+            "time_spent_ms": 1200,
+        },
+        format="json",
+    )
+
+
+def test_anonymous_is_refused(api_client, pairwise):
+    assert api_client.get(next_url(pairwise)).status_code in (401, 403)
+    assert api_client.get("/api/judgements/").status_code in (401, 403)
+
+
+@pytest.mark.parametrize(
+    ("who", "next_status", "scores_status"),
+    [("annotator", 200, 403), ("manager", 403, 200), ("outsider", 404, 404)],
+)
+def test_permissions(api_client, pairwise, who, next_status, scores_status):
+    user = {
+        "annotator": pairwise.annotators[0],
+        "manager": pairwise.manager,
+        "outsider": UserFactory(manager=True),
+    }[who]
+    api_client.force_authenticate(user)
+    assert api_client.get(next_url(pairwise)).status_code == next_status
+    assert api_client.get(scores_url(pairwise)).status_code == scores_status
+
+
+def test_next_is_stable_until_answered(api_client, pairwise):
+    api_client.force_authenticate(pairwise.annotators[0])
+    first = api_client.get(next_url(pairwise)).json()
+    assert api_client.get(next_url(pairwise)).json() == first
+    assert set(first) == {"item_a", "item_b", "remaining_estimate", "strict"}
+    assert first["remaining_estimate"] > 0
+    assert answer(api_client, pairwise).status_code == 201
+    assert api_client.get(next_url(pairwise)).json() != first
+
+
+def test_judgement_created_then_replayed(api_client, pairwise):
+    api_client.force_authenticate(pairwise.annotators[0])
+    body = api_client.get(next_url(pairwise)).json()
+    pair = body["item_a"]["id"], body["item_b"]["id"]
+    key = uuid.uuid4()
+    first = answer(api_client, pairwise, key=key, pair=pair)
+    assert first.status_code == 201
+    assert first.json()["phase"] == "sort"
+    replay = answer(api_client, pairwise, key=key, pair=pair)
+    assert replay.status_code == 200
+    assert replay.json()["id"] == first.json()["id"]
+    refused = answer(api_client, pairwise, key=key, pair=pair, outcome=-1)
+    assert refused.status_code == 400
+    assert "idempotency_key" in refused.json()
+    assert Judgement.objects.count() == 1
+
+
+def test_bad_input_names_the_fields(api_client, pairwise):
+    api_client.force_authenticate(pairwise.annotators[0])
+    response = api_client.post(
+        "/api/judgements/", {"question": pairwise.question.pk, "outcome": 2}, format="json"
+    )
+    assert response.status_code == 400
+    assert {"item_a", "item_b", "outcome", "idempotency_key"} <= set(response.json())
+
+
+def test_a_pair_not_pending_is_refused(api_client, pairwise):
+    api_client.force_authenticate(pairwise.annotators[0])
+    body = api_client.get(next_url(pairwise)).json()
+    pending = {body["item_a"]["id"], body["item_b"]["id"]}
+    ids = [item.pk for item in pairwise.items]
+    other = next((a, b) for a in ids for b in ids if a != b and {a, b} != pending)
+    response = answer(api_client, pairwise, pair=other)
+    assert response.status_code == 400
+    assert "not the one waiting" in response.json()["non_field_errors"][0]
+
+
+def test_items_of_another_study_are_refused(api_client, pairwise, study_setup):
+    other_study, _ = study_setup
+    api_client.force_authenticate(pairwise.annotators[0])
+    foreign = other_study.items.first().pk
+    response = answer(api_client, pairwise, pair=(pairwise.items[0].pk, foreign))
+    assert response.status_code == 400
+    assert "item_b" in response.json()
+
+
+def test_outsiders_cannot_post_to_a_question(api_client, pairwise):
+    api_client.force_authenticate(UserFactory())
+    response = answer(api_client, pairwise, pair=(pairwise.items[0].pk, pairwise.items[1].pk))
+    assert response.status_code == 400
+    assert "question" in response.json()
+
+
+def test_managers_cannot_judge(api_client, pairwise):
+    api_client.force_authenticate(pairwise.manager)
+    response = answer(api_client, pairwise, pair=(pairwise.items[0].pk, pairwise.items[1].pk))
+    assert response.status_code == 403
+
+
+def test_list_shows_own_judgements_to_annotators_and_all_to_managers(api_client, pairwise):
+    levels = {item.pk: k for k, item in enumerate(pairwise.items)}
+    first, second = pairwise.annotators
+    answer_all(pairwise.question, first, by_level(levels))
+    answer_all(pairwise.question, second, by_level(levels))
+    api_client.force_authenticate(first)
+    mine = api_client.get("/api/judgements/", {"question": pairwise.question.pk}).json()
+    assert {row["annotator"] for row in mine["results"]} == {first.pk}
+    api_client.force_authenticate(pairwise.manager)
+    every = api_client.get("/api/judgements/").json()
+    assert every["count"] == Judgement.objects.count()
+
+
+def test_done_is_204_and_scores_for_managers(api_client, pairwise):
+    annotator = pairwise.annotators[0]
+    levels = {item.pk: k for k, item in enumerate(pairwise.items)}
+    answer_all(pairwise.question, annotator, by_level(levels))
+    api_client.force_authenticate(annotator)
+    assert api_client.get(next_url(pairwise)).status_code == 204
+    api_client.force_authenticate(pairwise.manager)
+    body = api_client.get(scores_url(pairwise)).json()
+    assert body["bt_alpha"] > 0  # the best item never lost
+    assert [row["rank"] for row in body["items"]] == [1, 2, 3, 4, 5]
+    assert body["items"][0]["count_scores"] == {annotator.username: 4.0}
+    (report,) = body["annotators"]
+    assert report["username"] == annotator.username
+    assert report["completed"] is True
+    assert report["kappa"] is None  # no calibration, no audit: nothing measured
+    assert report["all_pairs"] == 10
+    assert report["minimum"] == 7

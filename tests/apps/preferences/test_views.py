@@ -1,0 +1,164 @@
+"""Pages of pairwise preferences: who sees what, the no-JS and htmx paths, the downloads."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import pytest
+from django.urls import reverse
+
+from apps.items.models import Item
+from apps.preferences.models import Judgement
+from apps.preferences.services import pair_next
+from tests.apps.preferences.conftest import answer_all, by_level, cycle_maker, make_pairwise_study
+from tests.factories import UserFactory
+
+
+def compare_url(setup) -> str:
+    return reverse("preferences:compare", args=[setup.study.pk, setup.question.key])
+
+
+def results_url(setup, name: str = "results") -> str:
+    return reverse(f"preferences:{name}", args=[setup.study.pk, setup.question.key])
+
+
+def form_fields(html: str) -> dict[str, str]:
+    """The hidden inputs of the comparison form."""
+    return dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', html))
+
+
+@pytest.mark.parametrize(
+    ("who", "compare_status", "results_status"),
+    [("annotator", 200, 404), ("manager", 404, 200), ("outsider", 404, 404)],
+)
+def test_access_matrix(client, pairwise, who, compare_status, results_status):
+    user = {
+        "annotator": pairwise.annotators[0],
+        "manager": pairwise.manager,
+        "outsider": UserFactory(manager=True),
+    }[who]
+    client.force_login(user)
+    assert client.get(compare_url(pairwise)).status_code == compare_status
+    assert client.get(results_url(pairwise)).status_code == results_status
+    assert client.get(results_url(pairwise, "scores_csv")).status_code == results_status
+    assert client.get(results_url(pairwise, "judgements_csv")).status_code == results_status
+
+
+def test_anonymous_users_are_sent_to_sign_in(client, pairwise):
+    for url in (compare_url(pairwise), results_url(pairwise)):
+        response = client.get(url)
+        assert response.status_code == 302
+        assert response.url.startswith(reverse("login"))
+
+
+def test_unknown_or_non_pairwise_question_is_404(client, pairwise):
+    client.force_login(pairwise.annotators[0])
+    url = reverse("preferences:compare", args=[pairwise.study.pk, "nope"])
+    assert client.get(url).status_code == 404
+
+
+def test_page_shows_the_pending_pair_and_keys(client, pairwise):
+    annotator = pairwise.annotators[0]
+    client.force_login(annotator)
+    html = client.get(compare_url(pairwise)).content.decode()
+    a, b = pair_next(question=pairwise.question, annotator=annotator).pending
+    items = {item.pk: item for item in pairwise.items}
+    assert html.index(items[a].text) < html.index(items[b].text)  # A on the left
+    assert 'aria-keyshortcuts="ArrowLeft"' in html
+    assert 'value="0"' in html  # weak preferences: an Equal button
+    assert "judgements left" in html
+    assert "js/preferences.js" in html
+
+
+def test_no_js_post_redirects_and_stores(client, pairwise):
+    annotator = pairwise.annotators[0]
+    client.force_login(annotator)
+    fields = form_fields(client.get(compare_url(pairwise)).content.decode())
+    response = client.post(compare_url(pairwise), {**fields, "outcome": "1"})
+    assert response.status_code == 302
+    assert response.url == compare_url(pairwise)
+    judgement = Judgement.objects.get()
+    assert judgement.outcome == 1
+    assert judgement.time_spent_ms is not None
+    # The same form sent twice (a double click) stores nothing more.
+    assert client.post(compare_url(pairwise), {**fields, "outcome": "1"}).status_code == 302
+    assert Judgement.objects.count() == 1
+
+
+def test_htmx_post_returns_the_next_pair_only(client, pairwise):
+    annotator = pairwise.annotators[0]
+    client.force_login(annotator)
+    fields = form_fields(client.get(compare_url(pairwise)).content.decode())
+    response = client.post(
+        compare_url(pairwise), {**fields, "outcome": "-1"}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "<html" not in html
+    assert "data-compare-form" in html
+    assert form_fields(html)["ticket"] != fields["ticket"]
+    assert Judgement.objects.get().outcome == -1
+
+
+def test_a_stale_form_is_refused_with_a_message(client, pairwise):
+    annotator = pairwise.annotators[0]
+    client.force_login(annotator)
+    stale = form_fields(client.get(compare_url(pairwise)).content.decode())
+    client.post(compare_url(pairwise), {**stale, "outcome": "1"})
+    stale["idempotency_key"] = "00000000-0000-4000-8000-000000000000"  # another tab's answer
+    response = client.post(
+        compare_url(pairwise), {**stale, "outcome": "1"}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 422
+    assert "not the one waiting for your answer" in response.content.decode()
+    assert Judgement.objects.count() == 1
+
+
+def test_finished_ranking_and_results_page(client, pairwise):
+    annotator = pairwise.annotators[0]
+    levels = {item.pk: k for k, item in enumerate(pairwise.items)}
+    answer_all(pairwise.question, annotator, by_level(levels))
+    client.force_login(annotator)
+    assert "ranking is complete" in client.get(compare_url(pairwise)).content.decode()
+
+    client.force_login(pairwise.manager)
+    html = client.get(results_url(pairwise)).content.decode()
+    assert annotator.username in html
+    assert "regularised" in html  # the best item never lost: not strongly connected
+    assert "± " in html
+
+    response = client.get(results_url(pairwise, "scores_csv"))
+    assert response.streaming
+    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert rows[0][:4] == ["item_id", "external_id", "rank", "bt_log_strength"]
+    assert [row[2] for row in rows[1:]] == ["1", "2", "3", "4", "5"]
+
+    response = client.get(results_url(pairwise, "judgements_csv"))
+    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert len(rows) == 1 + Judgement.objects.count()
+    assert rows[1][0] == annotator.username
+
+
+def test_results_warn_about_annotators_below_the_kappa_floor(client, db, monkeypatch):
+    monkeypatch.setattr("apps.preferences.services.secrets.randbelow", lambda n: 0)
+    setup = make_pairwise_study(n_items=7, settings={"calibration_triplets": 5})
+    careless = setup.annotators[0]
+    answer_all(setup.question, careless, cycle_maker())
+    client.force_login(setup.manager)
+    html = client.get(results_url(setup)).content.decode()
+    assert 'data-testid="kappa-warning"' in html
+    assert f"{careless.username} (κ = " in html
+    assert "Every pair asked" in html
+
+
+def test_media_items_are_shown_by_kind(client, pairwise):
+    Item.objects.filter(study=pairwise.study).update(
+        kind=Item.Kind.IMAGE, url="https://example.org/picture.png"
+    )
+    client.force_login(pairwise.annotators[0])
+    html = client.get(compare_url(pairwise)).content.decode()
+    assert html.count('<img class="item__media" src="https://example.org/picture.png"') == 2
+    assert 'alt="Image A' in html
+    assert 'alt="Image B' in html
