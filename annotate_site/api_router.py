@@ -9,6 +9,7 @@ from rest_framework.routers import DefaultRouter
 from apps.accounts.api.views import InvitationViewSet
 from apps.annotations.api.views import AnnotationViewSet, StudyAnnotationViewSet
 from apps.items.api.views import ItemViewSet
+from apps.preferences.api.views import JudgementViewSet, StudyPairViewSet
 from apps.studies.api.views import MembershipViewSet, QuestionViewSet, StudyViewSet
 
 IN_STUDY = r"studies/(?P<study_pk>[^/.]+)"
@@ -21,3 +22,5 @@ router.register(f"{IN_STUDY}/items", ItemViewSet, basename="study-item")
 router.register(f"{IN_STUDY}/memberships", MembershipViewSet, basename="study-membership")
 router.register(f"{IN_STUDY}/invitations", InvitationViewSet, basename="study-invitation")
 router.register("annotations", AnnotationViewSet, basename="annotation")
+router.register(f"{IN_STUDY}/pairs", StudyPairViewSet, basename="study-pair")
+router.register("judgements", JudgementViewSet, basename="judgement")

@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "apps.studies",
     "apps.items",
     "apps.annotations",
+    "apps.preferences",
     "analytics",
 ]
 

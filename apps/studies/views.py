@@ -11,7 +11,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from apps.annotations.selectors import annotator_progress, item_coverage, study_progress
+from apps.annotations.selectors import item_coverage, study_progress
+from apps.annotations.values import QUEUE_KINDS
 from apps.studies.forms import (
     QuestionForm,
     StudyForm,
@@ -20,12 +21,11 @@ from apps.studies.forms import (
     posted,
 )
 from apps.studies.markdown import render_markdown
-from apps.studies.models import Membership, Question, Study
+from apps.studies.models import Question, Study
 from apps.studies.selectors import (
     can_create_studies,
-    studies_for_user,
     studies_managed_by,
-    study_role,
+    studies_with_my_role,
 )
 from apps.studies.services import (
     question_create,
@@ -50,17 +50,12 @@ def _managed_study(request: HttpRequest, study_id: int) -> Study:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    """My studies with my role; annotators see their progress and a way back into the queue."""
-    rows = []
-    for study in studies_for_user(user=request.user):
-        role = study_role(user=request.user, study=study)
-        progress = (
-            annotator_progress(annotator=request.user, study=study)
-            if role == Membership.Role.ANNOTATOR
-            else None
-        )
-        rows.append({"study": study, "role": role, "progress": progress})
-    context = {"rows": rows, "can_create": can_create_studies(user=request.user)}
+    """My studies with my role; annotators see their progress and a way into each task."""
+    context = {
+        "studies": studies_with_my_role(user=request.user),
+        "can_create": can_create_studies(user=request.user),
+        "queue_kinds": sorted(QUEUE_KINDS),
+    }
     return render(request, "studies/home.html", context)
 
 

@@ -162,3 +162,10 @@ def test_media_items_are_shown_by_kind(client, pairwise):
     assert html.count('<img class="item__media" src="https://example.org/picture.png"') == 2
     assert 'alt="Image A' in html
     assert 'alt="Image B' in html
+
+
+def test_home_offers_the_comparison_page_not_the_item_queue(client, pairwise):
+    client.force_login(pairwise.annotators[0])
+    html = client.get(reverse("studies:home")).content.decode()
+    assert reverse("preferences:compare", args=[pairwise.study.pk, "fluency"]) in html
+    assert reverse("annotations:queue", args=[pairwise.study.pk]) not in html

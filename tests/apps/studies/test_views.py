@@ -59,6 +59,22 @@ def test_manager_home_shows_manage_link_and_new_study(client, study_setup, manag
     assert reverse("studies:create") in html
 
 
+def test_home_costs_the_same_queries_for_one_study_or_many(
+    client, study_setup, django_assert_max_num_queries
+):
+    study, (annotator, *_) = study_setup
+    client.force_login(annotator)
+    with django_assert_max_num_queries(6):
+        client.get(reverse("studies:home"))
+    for _ in range(5):
+        other = StudyFactory()
+        Membership.objects.create(study=other, user=annotator, role=Membership.Role.ANNOTATOR)
+    with django_assert_max_num_queries(6):
+        html = client.get(reverse("studies:home")).content.decode()
+    assert html.count("an annotator of this study") == 6
+    assert reverse("annotations:queue", args=[study.pk]) in html
+
+
 def test_home_lists_only_my_studies(client, study_setup, outsider):
     client.force_login(outsider)
     html = client.get(reverse("studies:home")).content.decode()
