@@ -341,10 +341,16 @@ def rzhetsky_study(ctx: DemoContext) -> str:
 
 
 def pairwise_study(ctx: DemoContext) -> str:
-    """A running pairwise-preference study (transitivity pruning), from apps.preferences."""
+    """A running pairwise-preference study (transitivity pruning), from apps.preferences.
+
+    ann2 ranks carefully and ann3 half at random; ann1 is left to try the comparison page.
+    """
     from apps.preferences.demo import load_pairwise_demo
 
-    return load_pairwise_demo(manager=ctx.manager, annotators=ctx.annotators.values())
+    order = ("ann2", "ann3", "ann1")
+    return load_pairwise_demo(
+        manager=ctx.manager, annotators=[ctx.annotators[name] for name in order]
+    )
 
 
 BUILDERS: list[Builder] = [emotions_study, rzhetsky_study, pairwise_study]
