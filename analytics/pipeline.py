@@ -16,7 +16,6 @@ served by ``manage.py runworker quality-updates`` (any number of them).
 from __future__ import annotations
 
 from collections import defaultdict
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -34,14 +33,19 @@ from apps.annotations.models import Annotation
 from apps.studies.models import Question
 
 UPDATE_CHANNEL = "quality-updates"
+# Question kinds with a live quality state; answers of other kinds keep their outbox flag
+# (``analysis_pending``) until their kind's analysis exists.
+ANALYSED_KINDS = frozenset({Question.Kind.CATEGORICAL})
 
 
 def quality_schedule(*, question_id: int) -> None:
     """Ask for the question's quality state to be brought up to date after this commit."""
-    transaction.on_commit(partial(_dispatch, question_id), robust=True)
+    transaction.on_commit(lambda: _dispatch(question_id), robust=True)
 
 
 def _dispatch(question_id: int) -> None:
+    if not Question.objects.filter(pk=question_id, kind__in=ANALYSED_KINDS).exists():
+        return
     if getattr(settings, "QUALITY_UPDATES", "inline") == "worker":
         async_to_sync(get_channel_layer().send)(
             UPDATE_CHANNEL, {"type": "quality.process", "question_id": question_id}

@@ -8,6 +8,7 @@ from rest_framework.routers import DefaultRouter
 
 from apps.accounts.api.views import InvitationViewSet
 from apps.annotations.api.views import AnnotationViewSet, StudyAnnotationViewSet
+from apps.continuous.api.views import TraceViewSet
 from apps.items.api.views import ItemViewSet
 from apps.preferences.api.views import JudgementViewSet, StudyPairViewSet
 from apps.studies.api.views import MembershipViewSet, QuestionViewSet, StudyViewSet
@@ -24,3 +25,4 @@ router.register(f"{IN_STUDY}/invitations", InvitationViewSet, basename="study-in
 router.register("annotations", AnnotationViewSet, basename="annotation")
 router.register(f"{IN_STUDY}/pairs", StudyPairViewSet, basename="study-pair")
 router.register("judgements", JudgementViewSet, basename="judgement")
+router.register(f"{IN_STUDY}/traces", TraceViewSet, basename="study-trace")

@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "apps.items",
     "apps.annotations",
     "apps.preferences",
+    "apps.continuous",
     "analytics",
 ]
 

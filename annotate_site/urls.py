@@ -14,6 +14,7 @@ urlpatterns = [
     path("", include("apps.studies.urls")),
     path("", include("apps.annotations.urls")),
     path("", include("apps.preferences.urls")),
+    path("", include("apps.continuous.urls")),
     path("", include("apps.items.urls")),
     path("", include("apps.accounts.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

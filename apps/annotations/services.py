@@ -110,7 +110,8 @@ def assignments_fill(*, study: Study) -> int:
     return len(new)
 
 
-def _check_can_annotate(*, annotator: AbstractBaseUser, assignment: Assignment) -> None:
+def assignment_check_annotator(*, annotator: AbstractBaseUser, assignment: Assignment) -> None:
+    """Refuse unless ``assignment`` is the annotator's own and its study is running."""
     if assignment.annotator_id != annotator.pk:
         raise PermissionDenied("This assignment belongs to another annotator.")
     if assignment.study.status != Study.Status.RUNNING:
@@ -206,7 +207,7 @@ def annotations_submit(
     bad answer stores none of them.
     """
     assignment = Assignment.objects.select_related("study").get(pk=assignment.pk)
-    _check_can_annotate(annotator=annotator, assignment=assignment)
+    assignment_check_annotator(annotator=annotator, assignment=assignment)
     if not answers:
         raise ValidationError({"answers": "Answer at least one question."})
     if time_spent_ms is not None and time_spent_ms < 0:
@@ -217,7 +218,7 @@ def annotations_submit(
             raise ValidationError(
                 {"question": f"{question.key!r} is not a question of this study."}
             )
-        value, label = clean_value(question, raw)
+        value, label = clean_value(question, raw, assignment=assignment)
         annotation = _annotation_for_update(question=question, assignment=assignment)
         revisions.append(
             _revision_append(
@@ -239,7 +240,7 @@ def assignment_skip(*, annotator: AbstractBaseUser, assignment: Assignment) -> A
     assignment = (
         Assignment.objects.select_for_update().select_related("study").get(pk=assignment.pk)
     )
-    _check_can_annotate(annotator=annotator, assignment=assignment)
+    assignment_check_annotator(annotator=annotator, assignment=assignment)
     if assignment.completed_at is None:
         Assignment.objects.filter(pk=assignment.pk).update(skip_count=F("skip_count") + 1)
         assignment.refresh_from_db(fields=["skip_count"])
@@ -277,7 +278,7 @@ def annotation_undo_last(
     )
     if latest is None:
         return None
-    _check_can_annotate(annotator=annotator, assignment=latest)
+    assignment_check_annotator(annotator=annotator, assignment=latest)
     live = Annotation.objects.filter(
         item_id=latest.item_id,
         annotator=annotator,

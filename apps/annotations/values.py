@@ -1,23 +1,30 @@
 """How each question kind's answer is validated before it is stored.
 
-Each kind registers a cleaner ``(question, raw value) -> (stored value, label or None)``; the
-continuous and pairwise kinds add theirs in their own apps. Kinds listed in ``QUEUE_KINDS`` are
+Each kind registers a cleaner ``(question, raw value, assignment) -> (stored value, label or
+None)``; ``assignment`` is the annotator's assignment being answered (``None`` for a bulk import
+of a finished data set), so a cleaner can check that the answer belongs to it. The continuous
+kind adds its cleaner in its own app. Kinds listed in ``QUEUE_KINDS`` are
 answered per item in the annotator's queue and decide when an assignment is complete.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 
 from apps.studies.models import Label, Question
 
-Cleaner = Callable[[Question, Any], tuple[Any, Label | None]]
+if TYPE_CHECKING:
+    from apps.annotations.models import Assignment
+
+Cleaner = Callable[[Question, Any, "Assignment | None"], tuple[Any, Label | None]]
 
 
-def clean_categorical(question: Question, value: Any) -> tuple[dict[str, str], Label]:
+def clean_categorical(
+    question: Question, value: Any, assignment: Assignment | None = None
+) -> tuple[dict[str, str], Label]:
     """Accept ``"key"`` or ``{"label": "key"}``; the key must be one of the question's labels."""
     key = value.get("label") if isinstance(value, dict) else value
     if not isinstance(key, str) or not key:
@@ -35,11 +42,13 @@ VALUE_CLEANERS: dict[str, Cleaner] = {Question.Kind.CATEGORICAL: clean_categoric
 QUEUE_KINDS: set[str] = {Question.Kind.CATEGORICAL}
 
 
-def clean_value(question: Question, value: Any) -> tuple[Any, Label | None]:
+def clean_value(
+    question: Question, value: Any, *, assignment: Assignment | None = None
+) -> tuple[Any, Label | None]:
     """Validate ``value`` as an answer to ``question``; raise ``ValidationError`` if it is not."""
     cleaner = VALUE_CLEANERS.get(question.kind)
     if cleaner is None:
         raise ValidationError(
             {"question": f"{question.get_kind_display()} questions are not answered this way."}
         )
-    return cleaner(question, value)
+    return cleaner(question, value, assignment)

@@ -10,14 +10,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status
 from rest_framework.decorators import action
-from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.parsers import BaseParser
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
 
+from annotate_site.api_downloads import FileDownloadNegotiation
 from annotate_site.api_exceptions import service_fields_as
 from apps.annotations.api.serializers import (
     AnnotationFilterSerializer,
@@ -130,18 +128,6 @@ class AnnotationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Generi
         annotation = self.get_object()
         revisions = annotation.revisions.select_related("annotation__question", "label")
         return Response(RevisionSerializer(revisions, many=True).data)
-
-
-class FileDownloadNegotiation(BaseContentNegotiation):
-    """For file downloads: ignore ``Accept`` and ``?format=``; errors still render as JSON."""
-
-    def select_parser(self, request: Request, parsers: list[BaseParser]) -> BaseParser | None:
-        return None  # downloads take no body
-
-    def select_renderer(
-        self, request: Request, renderers: list[BaseRenderer], format_suffix: str | None = None
-    ) -> tuple[BaseRenderer, str]:
-        return renderers[0], renderers[0].media_type
 
 
 NO_MORE = OpenApiResponse(description="Nothing (more) to do.")

@@ -8,7 +8,6 @@ Later demos (continuous traces, pairwise preferences) add a builder to the list.
 from __future__ import annotations
 
 import csv
-import os
 import random
 import uuid
 from collections.abc import Callable, Iterator
@@ -16,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Permission
 from django.core.management.base import BaseCommand, CommandParser
@@ -26,6 +24,7 @@ from apps.annotations.importing import FinishedAnnotation, annotations_import_fi
 from apps.annotations.models import Assignment, Revision
 from apps.annotations.services import annotations_submit
 from apps.items.services import items_bulk_create
+from apps.studies.datasets import datasets_dir
 from apps.studies.models import Membership, Question, Study
 from apps.studies.services import membership_add, question_create, study_create, study_set_status
 
@@ -273,12 +272,6 @@ developers; redistributed under the BSD 2-clause licence.
 """
 
 
-def datasets_dir() -> Path:
-    """Where real data sets live: ``$STUDIO_DATASETS_DIR`` or ``<repo>/../shared/datasets``."""
-    default = Path(settings.BASE_DIR).parent / "shared" / "datasets"
-    return Path(os.environ.get("STUDIO_DATASETS_DIR", default))
-
-
 def read_rzhetsky(path: Path) -> Iterator[list[int]]:
     """Rows of label codes (one per annotator, -1 = not annotated) from ``annotations.csv``."""
     with path.open(newline="") as stream:
@@ -353,7 +346,19 @@ def pairwise_study(ctx: DemoContext) -> str:
     )
 
 
-BUILDERS: list[Builder] = [emotions_study, rzhetsky_study, pairwise_study]
+def continuous_study(ctx: DemoContext) -> str:
+    """A running slider-trace study with the shades-of-green calibration stimulus, from
+    apps.continuous, pre-filled with the ten real annotators when the data set is there."""
+    from apps.continuous.demo import QUESTION_KEY, load_continuous_demo
+
+    study = load_continuous_demo(
+        manager=ctx.manager, annotators=list(ctx.annotators.values()), datasets=ctx.datasets_dir
+    )
+    traced = "with the real shades-of-green traces" if ctx.datasets_dir else "without real data"
+    return f"{study.name!r} ({traced}): traces at /studies/{study.pk}/traces/{QUESTION_KEY}/"
+
+
+BUILDERS: list[Builder] = [emotions_study, rzhetsky_study, pairwise_study, continuous_study]
 
 
 class Command(BaseCommand):

@@ -1,0 +1,99 @@
+"""Geometry of the server-rendered trace overlay: SVG coordinates, no markup."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+WIDTH, HEIGHT, PAD = 800, 260, 28
+PALETTE = (
+    "#0072b2",
+    "#e69f00",
+    "#009e73",
+    "#cc79a7",
+    "#56b4e9",
+    "#d55e00",
+    "#332288",
+    "#882255",
+    "#44aa99",
+    "#999933",
+    "#aa4499",
+    "#6b6b6b",
+)
+"""Okabe-Ito colours (as in studio.css, without the pale yellow), then Paul Tol's muted ones,
+so ten or twelve annotators stay distinguishable; the truth is drawn black and dashed."""
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    colour: str
+    points: str
+    dashed: bool = False
+
+
+@dataclass(frozen=True)
+class Overlay:
+    width: int
+    height: int
+    pad: int
+    series: list[Series]
+    x_ticks: list[tuple[float, str]]
+    y_ticks: list[tuple[float, str]]
+
+    @property
+    def right(self) -> int:
+        return self.width - self.pad
+
+    @property
+    def bottom(self) -> int:
+        return self.height - self.pad
+
+
+def _points(
+    values: NDArray[np.float64], *, rate_hz: float, duration: float, lo: float, hi: float
+) -> str:
+    t = np.arange(values.size) / rate_hz
+    x = PAD + t / max(duration, 1e-9) * (WIDTH - 2 * PAD)
+    y = HEIGHT - PAD - (np.clip(values, lo, hi) - lo) / (hi - lo) * (HEIGHT - 2 * PAD)
+    return " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, y, strict=True))
+
+
+def overlay(
+    traces: list[tuple[str, NDArray[np.float64]]],
+    *,
+    rate_hz: float,
+    duration: float,
+    scale: tuple[float, float],
+    truth: NDArray[np.float64] | None = None,
+) -> Overlay:
+    """Polylines of each ``(label, trace)`` at ``rate_hz`` (and the truth), ready for a template."""
+    lo, hi = scale
+    series = [
+        Series(
+            label,
+            PALETTE[i % len(PALETTE)],
+            _points(v, rate_hz=rate_hz, duration=duration, lo=lo, hi=hi),
+        )
+        for i, (label, v) in enumerate(traces)
+    ]
+    if truth is not None:
+        series.append(
+            Series(
+                "truth",
+                "#1b1f24",
+                _points(truth, rate_hz=rate_hz, duration=duration, lo=lo, hi=hi),
+                dashed=True,
+            )
+        )
+    step = max(1, int(np.ceil(duration / 10 / 5)) * 5) if duration > 10 else 1
+    x_ticks = [
+        (PAD + s / max(duration, 1e-9) * (WIDTH - 2 * PAD), f"{s:g} s")
+        for s in np.arange(0, duration + 1e-9, step)
+    ]
+    y_ticks = [
+        (HEIGHT - PAD - f * (HEIGHT - 2 * PAD), f"{lo + f * (hi - lo):g}") for f in (0, 0.5, 1)
+    ]
+    return Overlay(WIDTH, HEIGHT, PAD, series, x_ticks, y_ticks)

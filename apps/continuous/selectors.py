@@ -1,0 +1,264 @@
+"""Reads of traces, gold signals and the calibration figures of annotators against the truth."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from numpy.typing import NDArray
+
+from analytics.metrics.alignment import estimate_lag, shift_trace
+from analytics.metrics.resample import tick_count
+from analytics.metrics.traces import fit_monotonic_cubic, kappa_sda, sda, trend_agreement
+from apps.annotations.models import Annotation, Assignment
+from apps.continuous.config import trace_settings
+from apps.continuous.models import GoldSignal, TraceRecording
+from apps.items.models import Item
+from apps.studies.models import Question
+
+GREEN_STIMULUS = "green"
+MAX_LAG_S = 5.0
+"""Largest reaction lag searched for, in seconds, either way."""
+TRUTH_TOL = 1e-5
+"""Dead band of comparisons with a truth: stored truths step by float noise where flat."""
+
+
+MEDIA_KINDS = (Item.Kind.AUDIO, Item.Kind.VIDEO)
+"""Item kinds with a media clock to trace against (besides gold items' canvas)."""
+
+
+def gold_signal_for_item(item: Item) -> GoldSignal | None:
+    """The known signal a calibration item shows (metadata ``{"signal": key}``), if any."""
+    key = (item.metadata or {}).get("signal")
+    return GoldSignal.objects.filter(key=key).first() if isinstance(key, str) else None
+
+
+def stimulus_duration(item: Item) -> float | None:
+    """Seconds of the item's stimulus when the server knows it (gold signal or metadata)."""
+    signal = gold_signal_for_item(item)
+    if signal is not None:
+        return signal.duration
+    duration = (item.metadata or {}).get("duration")
+    return float(duration) if isinstance(duration, int | float) and duration > 0 else None
+
+
+def recording_open(
+    *, question: Question, item: Item, annotator: AbstractBaseUser, round: int = 1
+) -> TraceRecording | None:
+    """The annotator's unfinished recording of this item, to resume, if any (latest first)."""
+    return (
+        TraceRecording.objects.filter(
+            question=question,
+            item=item,
+            annotator=annotator,
+            round=round,
+            status=TraceRecording.Status.RECORDING,
+        )
+        .order_by("-id")
+        .first()
+    )
+
+
+def current_traces(*, question: Question, item: Item | None = None) -> QuerySet[TraceRecording]:
+    """Finished recordings that are the current answer of their annotation (no retractions)."""
+    live = Annotation.objects.filter(question=question, current_revision__value__isnull=False)
+    if item is not None:
+        live = live.filter(item=item)
+    uuids = live.values_list("current_revision__value__trace", flat=True)
+    return (
+        TraceRecording.objects.filter(
+            question=question, status=TraceRecording.Status.FINISHED, uuid__in=list(uuids)
+        )
+        .select_related("annotator", "item")
+        .order_by("item__position", "item_id", "annotator__username", "round")
+    )
+
+
+def truth_at_rate(signal: GoldSignal, *, rate_hz: float) -> NDArray[np.float64]:
+    """The gold signal on the ticks ``k / rate_hz`` of its duration (linear interpolation).
+
+    The truth is a smooth target, not a slider: between its samples it is interpolated.
+    """
+    values = signal.array()
+    ticks = np.arange(tick_count(duration=signal.duration, rate_hz=rate_hz)) / rate_hz
+    return np.interp(ticks, np.arange(values.size) / signal.rate_hz, values)
+
+
+@dataclass(frozen=True)
+class ItemCalibration:
+    """One annotator's trace of one gold item compared with the truth."""
+
+    item_id: int
+    item: str
+    signal: str
+    n: int
+    lag_seconds: float
+    lag_correlation: float
+    cubic_r2: float
+    cubic_increasing: bool
+    sign_agreement: float
+    f1: float
+    mcc: float
+    sda: float
+    kappa_sda: float
+
+
+@dataclass(frozen=True)
+class AnnotatorCalibration:
+    """An annotator's figures on every gold item they traced, and their means."""
+
+    annotator_id: int
+    username: str
+    items: list[ItemCalibration] = field(default_factory=list)
+
+    def _mean(self, name: str) -> float | None:
+        """Mean over the items where the figure is defined; ``None`` where it never is."""
+        defined = [v for row in self.items if not np.isnan(v := getattr(row, name))]
+        return float(np.mean(defined)) if defined else None
+
+    @property
+    def lag_seconds(self) -> float | None:
+        return self._mean("lag_seconds")
+
+    @property
+    def sda(self) -> float | None:
+        return self._mean("sda")
+
+    @property
+    def kappa_sda(self) -> float | None:
+        return self._mean("kappa_sda")
+
+    @property
+    def f1(self) -> float | None:
+        return self._mean("f1")
+
+    @property
+    def mcc(self) -> float | None:
+        return self._mean("mcc")
+
+    @property
+    def sign_agreement(self) -> float | None:
+        return self._mean("sign_agreement")
+
+    @property
+    def cubic_r2(self) -> float | None:
+        return self._mean("cubic_r2")
+
+
+def item_calibration(
+    trace: NDArray[np.float64], truth: NDArray[np.float64], *, rate_hz: float, tol: float
+) -> dict[str, float | int | bool]:
+    """Lag, cubic distortion, trend agreement, SDA and kappa_SDA of a trace against a truth.
+
+    The trace is first shifted by its constant lag (maximum correlation within ``MAX_LAG_S``,
+    or less when the trace is too short for that search), and both are cut to their common
+    length; the other figures are computed on the shifted trace, as in Booth & Narayanan
+    (2020). Figures the data cannot define are nan: the lag of a constant trace (then no
+    shift is applied), the cubic fit of a trace with fewer than four distinct values.
+    """
+    n = min(trace.size, truth.size)
+    trace, truth = trace[:n], truth[:n]
+    max_lag = min(MAX_LAG_S, ((n - 3) // 2) / rate_hz)
+    lag_samples, lag_seconds, lag_correlation = 0, float("nan"), float("nan")
+    if max_lag >= 0:
+        try:
+            lag = estimate_lag(trace, truth, max_lag=max_lag, rate_hz=rate_hz)
+            lag_samples, lag_seconds, lag_correlation = lag
+        except ValueError:  # a constant trace: no correlation at any lag
+            pass
+    aligned = shift_trace(trace, lag_samples)
+    try:
+        fit = fit_monotonic_cubic(aligned, truth, direction="annotation_to_truth")
+        cubic_r2, increasing = fit.r2, bool(fit.increasing)
+    except ValueError:  # fewer than four distinct slider values
+        cubic_r2, increasing = float("nan"), False
+    trend = trend_agreement(aligned, truth, tol=tol)
+    return {
+        "n": n,
+        "lag_seconds": lag_seconds,
+        "lag_correlation": lag_correlation,
+        "cubic_r2": cubic_r2,
+        "cubic_increasing": increasing,
+        "sign_agreement": trend.sign_agreement,
+        "f1": trend.f1,
+        "mcc": trend.mcc,
+        "sda": sda(aligned, truth, tol=tol),
+        "kappa_sda": kappa_sda(aligned, truth, tol=tol),
+    }
+
+
+def calibration_report(*, question: Question) -> list[AnnotatorCalibration]:
+    """Per annotator, how their current traces of gold items follow the known truth.
+
+    For every finished, current trace of an item whose metadata names a gold signal: the lag
+    (constant shift, seconds), the R^2 and monotonicity of the cubic distortion fit, the trend
+    agreement (sign agreement, F1 and MCC of forward-difference signs) and SDA / kappa_SDA of
+    the lag-corrected trace against the truth, all at the question's analysis rate. The dead
+    band is the question's SDA tolerance, at least ``TRUTH_TOL``. Annotators are sorted by name.
+    """
+    settings = trace_settings(question)
+    rate = settings.analysis_rate_hz
+    tol = max(settings.sda_tolerance, TRUTH_TOL)
+    signals: dict[int, GoldSignal | None] = {}
+    truths: dict[str, NDArray[np.float64]] = {}
+    report: dict[int, AnnotatorCalibration] = {}
+    for recording in current_traces(question=question):
+        if recording.item_id not in signals:
+            signals[recording.item_id] = gold_signal_for_item(recording.item)
+        signal = signals[recording.item_id]
+        if signal is None:
+            continue
+        if signal.key not in truths:
+            truths[signal.key] = truth_at_rate(signal, rate_hz=rate)
+        trace = recording.trace()
+        if min(trace.size, truths[signal.key].size) < 2:
+            continue  # a stimulus shorter than one analysis step has no trend
+        figures = item_calibration(trace, truths[signal.key], rate_hz=rate, tol=tol)
+        row = report.setdefault(
+            recording.annotator_id,
+            AnnotatorCalibration(recording.annotator_id, recording.annotator.get_username()),
+        )
+        row.items.append(
+            ItemCalibration(
+                item_id=recording.item_id,
+                item=recording.item.external_id,
+                signal=signal.key,
+                **figures,
+            )
+        )
+    return sorted(report.values(), key=lambda row: row.username)
+
+
+def traceable_assignments(*, annotator: AbstractBaseUser, question: Question) -> QuerySet:
+    """The annotator's assignments in the question's study whose item can be traced: audio,
+    video, or a gold item naming a known signal; in queue order."""
+    playable = Q(item__kind__in=MEDIA_KINDS) | Q(item__metadata__has_key="signal")
+    return (
+        Assignment.objects.filter(playable, study_id=question.study_id, annotator=annotator)
+        .select_related("item")
+        .order_by("round", "position", "id")
+    )
+
+
+def next_trace_assignment(*, annotator: AbstractBaseUser, question: Question) -> Assignment | None:
+    """The annotator's first traceable assignment without a current trace of ``question``."""
+    traced = Annotation.objects.filter(
+        question=question,
+        annotator=annotator,
+        item_id=OuterRef("item_id"),
+        round=OuterRef("round"),
+        current_revision__value__isnull=False,
+    )
+    assignments = traceable_assignments(annotator=annotator, question=question)
+    return assignments.exclude(Exists(traced)).first()
+
+
+def trace_progress(*, annotator: AbstractBaseUser, question: Question) -> dict[str, int]:
+    """``{"done": n, "total": n}``: the annotator's traceable assignments traced so far."""
+    total = traceable_assignments(annotator=annotator, question=question).count()
+    done = Annotation.objects.filter(
+        question=question, annotator=annotator, current_revision__value__isnull=False
+    ).count()
+    return {"done": done, "total": total}

@@ -1,0 +1,138 @@
+"""Pages: the annotator's trace recorder and the manager's overlay of traces with calibration."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import get_token
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+
+from apps.annotations.models import Assignment
+from apps.continuous.config import trace_settings
+from apps.continuous.plotting import overlay
+from apps.continuous.selectors import (
+    MEDIA_KINDS,
+    calibration_report,
+    current_traces,
+    gold_signal_for_item,
+    next_trace_assignment,
+    stimulus_duration,
+    trace_progress,
+    truth_at_rate,
+)
+from apps.studies.models import Membership, Question, Study
+from apps.studies.selectors import studies_for_user, study_role
+
+
+def _question(request: HttpRequest, study_id: int, question_key: str, *, role: str) -> Question:
+    """The continuous question if the user has ``role`` in its study; 404 for outsiders."""
+    study = get_object_or_404(studies_for_user(user=request.user), pk=study_id)
+    if study_role(user=request.user, study=study) != role:
+        raise PermissionDenied(f"Only {role}s of this study may open this page.")
+    return get_object_or_404(
+        Question.objects.select_related("study"),
+        study=study,
+        key=question_key,
+        kind=Question.Kind.CONTINUOUS,
+    )
+
+
+@login_required
+def record_next(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse:
+    """Send the annotator to their next item without a trace, or say they are done."""
+    question = _question(request, study_id, question_key, role=Membership.Role.ANNOTATOR)
+    assignment = next_trace_assignment(annotator=request.user, question=question)
+    if assignment is not None and question.study.status == Study.Status.RUNNING:
+        return redirect("continuous:record", study_id, question_key, assignment.pk)
+    context = {
+        "study": question.study,
+        "question": question,
+        "progress": trace_progress(annotator=request.user, question=question),
+    }
+    return render(request, "continuous/record.html", context)
+
+
+@login_required
+def record(
+    request: HttpRequest, study_id: int, question_key: str, assignment_id: int
+) -> HttpResponse:
+    """The recorder for one assigned item: player, slider, live trace, chunked upload."""
+    question = _question(request, study_id, question_key, role=Membership.Role.ANNOTATOR)
+    assignment = get_object_or_404(
+        Assignment.objects.select_related("item"),
+        pk=assignment_id,
+        study=question.study,
+        annotator=request.user,
+    )
+    settings = trace_settings(question)
+    item = assignment.item
+    gold = gold_signal_for_item(item)
+    api = {
+        action: reverse(f"study-trace-{action}", kwargs={"study_pk": question.study_id})
+        for action in ("chunks", "finish", "resume")
+    }
+    config = {
+        "assignment": assignment.pk,
+        "question": question.key,
+        "settings": settings.as_dict(),
+        "duration": stimulus_duration(item),
+        "gold": {"values": gold.array().round(6).tolist(), "rate_hz": gold.rate_hz}
+        if gold
+        else None,
+        "api": api,
+        "csrf": get_token(request),
+    }
+    context = {
+        "study": question.study,
+        "question": question,
+        "item": item,
+        "gold": gold,
+        "settings": settings,
+        "config": config,
+        "progress": trace_progress(annotator=request.user, question=question),
+        "next_url": reverse("continuous:record_next", args=[study_id, question_key]),
+        "running": question.study.status == Study.Status.RUNNING,
+        "playable": gold is not None or item.kind in MEDIA_KINDS,
+    }
+    return render(request, "continuous/record.html", context)
+
+
+@login_required
+def traces(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse:
+    """A manager's view: one item's traces of all annotators overlaid, and the calibration."""
+    question = _question(request, study_id, question_key, role=Membership.Role.MANAGER)
+    settings = trace_settings(question)
+    items = list(question.study.items.order_by("position", "id"))
+    chosen = next(
+        (i for i in items if str(i.pk) == request.GET.get("item")), items[0] if items else None
+    )
+    recordings = list(current_traces(question=question, item=chosen)) if chosen else []
+    gold = gold_signal_for_item(chosen) if chosen else None
+    duration = stimulus_duration(chosen) if chosen else None
+    if duration is None and recordings:
+        duration = recordings[0].duration
+    plot = None
+    if chosen is not None and duration:
+        plot = overlay(
+            [(r.annotator.get_username(), r.trace()) for r in recordings],
+            rate_hz=settings.analysis_rate_hz,
+            duration=duration,
+            scale=(settings.scale_min, settings.scale_max),
+            truth=truth_at_rate(gold, rate_hz=settings.analysis_rate_hz) if gold else None,
+        )
+    context = {
+        "study": question.study,
+        "question": question,
+        "settings": settings,
+        "items": items,
+        "chosen": chosen,
+        "gold": gold,
+        "recordings": recordings,
+        "plot": plot,
+    }
+    if request.htmx:
+        return render(request, "continuous/traces.html#overlay", context)
+    context["calibration"] = calibration_report(question=question)
+    return render(request, "continuous/traces.html", context)
