@@ -18,7 +18,6 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from functools import partial
 from typing import Any, NamedTuple
 
 from django.contrib.auth import get_user_model
@@ -105,9 +104,15 @@ def annotations_import_finished(*, study: Study, records: Iterable[FinishedAnnot
         )
     )
     _assignments_complete(study=study, keys=answers.keys(), now=now)
-    for question_id in {key[0] for key in answers}:
-        transaction.on_commit(partial(quality_rebuild, question_id=question_id), robust=True)
+    question_ids = sorted({key[0] for key in answers})
+    transaction.on_commit(lambda: _rebuild_quality(question_ids), robust=True)
     return len(answers)
+
+
+def _rebuild_quality(question_ids: list[int]) -> None:
+    """After the import commits: one vectorised rebuild per question instead of a backlog."""
+    for question_id in question_ids:
+        quality_rebuild(question_id=question_id)
 
 
 def _answers_checked(
