@@ -3,19 +3,112 @@
 :class:`QualityWorker` serves the ``quality-updates`` channel (``manage.py runworker
 quality-updates``): each message names a question whose pending annotations it applies. Run as
 many workers as you like; the state row lock keeps them from counting anything twice.
+
+:class:`DashboardConsumer` serves ``ws/studies/<id>/quality/?question=<id>`` to the study's
+managers: on ``dashboard.update`` of its question it re-renders the dashboard's fragments (the
+same template the page uses) and sends the HTML; htmx's ws extension swaps them by id. Bursts
+coalesce: while a render is in flight further updates only mark the dashboard stale. The plots
+(heatmap, map, histograms: thousands of SVG elements with many annotators) are re-rendered at
+most every ``QUALITY_PLOT_INTERVAL`` seconds; the table, summary, items and trends every time.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
+from urllib.parse import parse_qs
 
 from channels.consumer import SyncConsumer
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.db import close_old_connections
+from django.template.loader import render_to_string
 
+from analytics.dashboard import dashboard_context, dashboard_questions
+from analytics.events import study_group
 from analytics.pipeline import quality_process_pending
+from analytics.selectors import is_study_manager
+from apps.studies.models import Study
 
 
 class QualityWorker(SyncConsumer):
     def quality_process(self, message: dict[str, Any]) -> None:
         close_old_connections()
         quality_process_pending(question_id=int(message["question_id"]))
+
+
+def _render_live(user: Any, study_id: int, question_id: int | None, *, plots: bool) -> str | None:
+    """The dashboard's fragments for ``user`` (with the plots or only the light ones), or
+    ``None`` if they no longer manage the study."""
+    if not is_study_manager(user=user, study_id=study_id):
+        return None
+    study = Study.objects.get(pk=study_id)
+    questions = dashboard_questions(study)
+    question = next((q for q in questions if q.pk == question_id), None) or (
+        questions[0] if questions else None
+    )
+    context = dashboard_context(study=study, question=question, plots=plots)
+    fragment = "live" if plots else "live-light"
+    return render_to_string(f"analytics/dashboard.html#{fragment}", context)
+
+
+class DashboardConsumer(AsyncWebsocketConsumer):
+    """Pushes a study's quality dashboard to its managers (others are refused at connect)."""
+
+    study_id: int
+    question_id: int | None
+    group: str
+    _stale: bool = False
+    _sending: asyncio.Future | None = None
+    _plots_at: float = float("-inf")
+
+    async def connect(self) -> None:
+        self.study_id = int(self.scope["url_route"]["kwargs"]["study_id"])
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        raw = (query.get("question") or [""])[0]
+        self.question_id = int(raw) if raw.isdigit() else None
+        user = self.scope.get("user")
+        allowed = user is not None and await database_sync_to_async(is_study_manager)(
+            user=user, study_id=self.study_id
+        )
+        if not allowed:
+            await self.close(code=4403)
+            return
+        self.group = study_group(self.study_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if self._sending is not None:
+            self._sending.cancel()
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def dashboard_update(self, event: dict[str, Any]) -> None:
+        """Note that this dashboard's question changed; (re)start the sender if idle.
+
+        A burst of updates costs one render in flight plus at most one more: events arriving
+        while a render runs only mark the dashboard stale.
+        """
+        if self.question_id is not None and event.get("question_id") != self.question_id:
+            return
+        self._stale = True
+        if self._sending is None or self._sending.done():
+            self._sending = asyncio.ensure_future(self._send_while_stale())
+
+    async def _send_while_stale(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._stale:
+            self._stale = False
+            plots = loop.time() - self._plots_at >= settings.QUALITY_PLOT_INTERVAL
+            # a read-only render: off the thread that serialises the site's sync views
+            html = await database_sync_to_async(_render_live, thread_sensitive=False)(
+                self.scope["user"], self.study_id, self.question_id, plots=plots
+            )
+            if plots:
+                self._plots_at = loop.time()
+            if html is None:  # no longer a manager of the study
+                await self.close(code=4403)
+                return
+            await self.send(text_data=html)

@@ -11,6 +11,10 @@ left to do, so several workers never count an annotation twice.
 ``settings.QUALITY_UPDATES``: ``"inline"`` (default) processes in the committing process
 right after the commit; ``"worker"`` sends the question id to the ``quality-updates`` channel,
 served by ``manage.py runworker quality-updates`` (any number of them).
+
+Once a batch or a rebuild has committed, :func:`analytics.publishing.quality_publish` derives
+the indicators, snapshots and flags them and pushes ``dashboard.update`` (from the worker in
+worker mode).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from django.db.models import F
 from analytics.metrics.categorical import pairwise_confusion
 from analytics.metrics.krippendorff import coincidence_matrix
 from analytics.models import QualityState
+from analytics.publishing import quality_publish
 from analytics.sufficient_stats import CategoricalStats, ItemView
 from apps.annotations.models import Annotation
 from apps.studies.models import Question
@@ -169,6 +174,10 @@ def quality_process_pending(*, question_id: int) -> int:
         analysed_revision=F("current_revision"), analysis_pending=False
     )
     axes.save(stats, applied=len(pending))
+    touched = list(by_item)
+    transaction.on_commit(
+        lambda: quality_publish(question_id=question_id, item_ids=touched), robust=True
+    )
     return len(pending)
 
 
@@ -224,6 +233,7 @@ def quality_rebuild(*, question_id: int) -> CategoricalStats:
     )
     state.n_applied = 0
     axes.save(stats, applied=Annotation.objects.filter(question_id=question_id).count())
+    transaction.on_commit(lambda: quality_publish(question_id=question_id, rebuild=True))
     return stats
 
 

@@ -10,6 +10,7 @@ from apps.accounts.api.views import InvitationViewSet
 from apps.annotations.api.views import AnnotationViewSet, StudyAnnotationViewSet
 from apps.continuous.api.views import TraceViewSet
 from apps.items.api.views import ItemViewSet
+from apps.models_registry.api.views import ModelRunViewSet
 from apps.preferences.api.views import JudgementViewSet, StudyPairViewSet
 from apps.studies.api.views import MembershipViewSet, QuestionViewSet, StudyViewSet
 
@@ -26,3 +27,4 @@ router.register("annotations", AnnotationViewSet, basename="annotation")
 router.register(f"{IN_STUDY}/pairs", StudyPairViewSet, basename="study-pair")
 router.register("judgements", JudgementViewSet, basename="judgement")
 router.register(f"{IN_STUDY}/traces", TraceViewSet, basename="study-trace")
+router.register(f"{IN_STUDY}/model-runs", ModelRunViewSet, basename="study-model-run")

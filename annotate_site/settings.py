@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "apps.preferences",
     "apps.continuous",
     "analytics",
+    "apps.models_registry",
 ]
 
 MIDDLEWARE = [
@@ -192,6 +193,20 @@ SPECTACULAR_SETTINGS = {
 # "inline": quality updates run in the committing process; "worker": on channel workers
 # (`manage.py runworker quality-updates`), which production runs beside daphne.
 QUALITY_UPDATES = os.environ.get("QUALITY_UPDATES", "inline")
+# Live quality dashboard (analytics.publishing): a new snapshot row at most every N seconds
+# (the newest row is updated in between); Dawid-Skene refit at most every N seconds (0 = only
+# on rebuild and on demand); evidence needed before a flag; pairs sharing fewer items get no
+# kappa; annotators with enough evidence before robust z counts (else only the floors); how
+# much worse (indicator units) a dismissed flag must get to reopen.
+QUALITY_SNAPSHOT_INTERVAL = int(os.environ.get("QUALITY_SNAPSHOT_INTERVAL", "60"))
+QUALITY_DS_INTERVAL = int(os.environ.get("QUALITY_DS_INTERVAL", "0"))
+QUALITY_MIN_EVIDENCE = int(os.environ.get("QUALITY_MIN_EVIDENCE", "20"))
+QUALITY_MIN_REPEATS = int(os.environ.get("QUALITY_MIN_REPEATS", "10"))
+QUALITY_MIN_OVERLAP = int(os.environ.get("QUALITY_MIN_OVERLAP", "10"))
+QUALITY_MIN_ANNOTATORS = int(os.environ.get("QUALITY_MIN_ANNOTATORS", "5"))
+QUALITY_REOPEN_MARGIN = float(os.environ.get("QUALITY_REOPEN_MARGIN", "0.1"))
+# A dashboard redraws its plots at most every N seconds (its table on every update).
+QUALITY_PLOT_INTERVAL = float(os.environ.get("QUALITY_PLOT_INTERVAL", "5"))
 
 LOGGING = {
     "version": 1,

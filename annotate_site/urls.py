@@ -17,6 +17,8 @@ urlpatterns = [
     path("", include("apps.continuous.urls")),
     path("", include("apps.items.urls")),
     path("", include("apps.accounts.urls")),
+    path("", include("analytics.urls")),
+    path("", include("apps.models_registry.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

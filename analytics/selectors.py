@@ -1,0 +1,112 @@
+"""Reads of the analytics app: exclusions, ratings matrices, snapshots, flags, hot items."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import QuerySet
+from django.db.models.fields.json import KeyTextTransform
+from numpy.typing import NDArray
+
+from analytics.models import Exclusion, Flag, ItemDisagreement, QualitySnapshot
+from apps.annotations.models import Annotation
+from apps.studies.models import Membership, Question, Study
+
+
+def active_exclusions(*, study: Study) -> QuerySet[Exclusion]:
+    """The study's exclusions in force (not revoked), with annotator and manager, by username."""
+    return (
+        Exclusion.objects.filter(study=study, revoked_at__isnull=True)
+        .select_related("annotator", "by")
+        .order_by("annotator__username")
+    )
+
+
+def excluded_annotator_ids(*, study: Study) -> set[int]:
+    """Annotators a manager excluded from the study (not revoked): curated exports skip them."""
+    return set(active_exclusions(study=study).values_list("annotator_id", flat=True))
+
+
+def is_study_manager(*, user: AbstractBaseUser | AnonymousUser, study_id: int) -> bool:
+    """Whether the user manages the study (the only people who see its quality dashboard)."""
+    return (
+        bool(user.is_authenticated)
+        and Membership.objects.filter(
+            study_id=study_id, user_id=user.pk, role=Membership.Role.MANAGER
+        ).exists()
+    )
+
+
+def question_ratings(
+    *,
+    question_id: int,
+    annotator_ids: Sequence[int],
+    value_keys: Sequence[str],
+    item_ids: Sequence[int] | None = None,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Round-1 current labels as a ratings matrix on the quality state's axes.
+
+    Returns the item ids ``(N,)`` and ratings ``(M, N)`` (value codes, nan = not annotated),
+    restricted to ``item_ids`` when given. Annotators or labels not on the axes yet (their
+    annotation is still pending) are left out.
+    """
+    rows = Annotation.objects.filter(
+        question_id=question_id, round=1, current_revision__value__isnull=False
+    )
+    if item_ids is not None:
+        rows = rows.filter(item_id__in=item_ids)
+    annotator_index = {a: i for i, a in enumerate(annotator_ids)}
+    value_index = {v: i for i, v in enumerate(value_keys)}
+    # the label key as text in SQL: no JSON decoding of every row in Python
+    labelled = rows.annotate(label_key=KeyTextTransform("label", "current_revision__value"))
+    triples = [
+        (item, annotator_index.get(user), value_index.get(key))
+        for item, user, key in labelled.values_list(
+            "item_id", "annotator_id", "label_key"
+        ).iterator(chunk_size=20_000)
+    ]
+    kept = np.array([t for t in triples if t[1] is not None and t[2] is not None], dtype=np.int64)
+    if kept.size == 0:
+        return np.zeros(0, dtype=np.int64), np.full((len(annotator_ids), 0), np.nan)
+    items, column = np.unique(kept[:, 0], return_inverse=True)
+    ratings = np.full((len(annotator_ids), items.size), np.nan)
+    ratings[kept[:, 1], column] = kept[:, 2]
+    return items, ratings
+
+
+def latest_snapshot(*, question: Question) -> QualitySnapshot | None:
+    return QualitySnapshot.objects.filter(question=question).order_by("-created_at", "-id").first()
+
+
+def snapshot_history(*, question: Question, limit: int = 40) -> list[dict]:
+    """The newest ``limit`` snapshots' times and indicators, oldest first (no matrices)."""
+    rows = (
+        QualitySnapshot.objects.filter(question=question)
+        .order_by("-created_at", "-id")
+        .values("created_at", "indicators")[:limit]
+    )
+    return list(reversed(rows))
+
+
+def question_flags(*, question: Question) -> QuerySet[Flag]:
+    return Flag.objects.filter(question=question).select_related("annotator")
+
+
+def top_disagreements(*, question: Question, limit: int = 10) -> QuerySet[ItemDisagreement]:
+    """Items whose round-1 answers disagree most (AAD-RMSE), most disputed first."""
+    return (
+        ItemDisagreement.objects.filter(question=question, aad_rmse__isnull=False)
+        .select_related("item")
+        .order_by("-aad_rmse", "item_id")[:limit]
+    )
+
+
+def study_flags(*, study: Study) -> QuerySet[Flag]:
+    """Every flag of the study (any status), with annotator and question, in a stable order."""
+    return (
+        Flag.objects.filter(study=study)
+        .select_related("annotator", "question")
+        .order_by("annotator__username", "question__key", "indicator", "id")
+    )

@@ -1,0 +1,103 @@
+"""Pages of the analytics app: the live quality dashboard and its forms (managers only)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from analytics.dashboard import dashboard_context, dashboard_questions
+from analytics.models import Flag
+from analytics.publishing import quality_publish
+from analytics.services import annotator_exclude, annotator_include, flag_confirm, flag_dismiss
+from apps.studies.models import Question, Study
+from apps.studies.selectors import studies_managed_by
+
+
+def _managed_study(request: HttpRequest, study_id: int) -> Study:
+    """The study if the user manages it; 404 for everyone else (no hint that it exists)."""
+    return get_object_or_404(studies_managed_by(user=request.user), pk=study_id)
+
+
+def _question(study: Study, question_id: str | int | None) -> Question | None:
+    questions = dashboard_questions(study)
+    chosen = [q for q in questions if str(q.pk) == str(question_id)]
+    return (chosen or questions or [None])[0]
+
+
+def _back(study: Study, question_id: int | None) -> HttpResponse:
+    url = reverse("analytics:dashboard", args=[study.pk])
+    return redirect(f"{url}?question={question_id}" if question_id else url)
+
+
+def _annotators_fragment(request: HttpRequest, study: Study, question: Question | None):
+    context = dashboard_context(study=study, question=question)
+    return render(request, "analytics/dashboard.html#annotators", context)
+
+
+@login_required
+def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The quality dashboard of one question (``?question=<id>``, default the first)."""
+    study = _managed_study(request, study_id)
+    question = _question(study, request.GET.get("question"))
+    context = dashboard_context(study=study, question=question)
+    template = "analytics/dashboard.html#live" if request.htmx else "analytics/dashboard.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def flag_review(request: HttpRequest, study_id: int, flag_id: int) -> HttpResponse:
+    """Confirm or dismiss a flag (``action`` = confirm | dismiss, optional ``note``)."""
+    study = _managed_study(request, study_id)
+    flag = get_object_or_404(Flag, pk=flag_id, study=study)
+    action, note = request.POST.get("action"), request.POST.get("note", "")
+    if action == "confirm":
+        flag_confirm(flag=flag, actor=request.user, note=note)
+    elif action == "dismiss":
+        flag_dismiss(flag=flag, actor=request.user, note=note)
+    else:
+        return HttpResponse("Unknown action.", status=400)
+    if request.htmx:
+        return _annotators_fragment(request, study, flag.question)
+    messages.success(request, f"Flag {action}ed." if action == "confirm" else "Flag dismissed.")
+    return _back(study, flag.question_id)
+
+
+@login_required
+@require_POST
+def annotator_exclusion(request: HttpRequest, study_id: int, user_id: int) -> HttpResponse:
+    """Exclude an annotator from curated exports, or include them again."""
+    study = _managed_study(request, study_id)
+    annotator = get_object_or_404(get_user_model(), pk=user_id, memberships__study=study)
+    action = request.POST.get("action")
+    if action == "exclude":
+        annotator_exclude(
+            study=study, annotator=annotator, by=request.user, reason=request.POST.get("reason", "")
+        )
+        text = f"{annotator.get_username()} is excluded from curated exports."
+    elif action == "include":
+        annotator_include(study=study, annotator=annotator, by=request.user)
+        text = f"{annotator.get_username()} is included again."
+    else:
+        return HttpResponse("Unknown action.", status=400)
+    question = _question(study, request.POST.get("question") or request.GET.get("question"))
+    if request.htmx:
+        return _annotators_fragment(request, study, question)
+    messages.success(request, text)
+    return _back(study, question.pk if question else None)
+
+
+@login_required
+@require_POST
+def competence_refresh(request: HttpRequest, study_id: int, question_id: int) -> HttpResponse:
+    """Refit Dawid-Skene on every answer of the question now (a full-data pass)."""
+    study = _managed_study(request, study_id)
+    question = get_object_or_404(Question, pk=question_id, study=study)
+    quality_publish(question_id=question.pk, refresh_competence=True)
+    messages.success(request, "Dawid-Skene competence refitted.")
+    return _back(study, question.pk)

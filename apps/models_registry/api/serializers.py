@@ -1,0 +1,143 @@
+"""Serializers of model runs: registering one (multipart uploads) and reading its figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from apps.models_registry.models import ModelRun, ModelRunEvaluation
+
+
+class ModelRunCreateSerializer(serializers.Serializer):
+    """A run to register: names, the question, and its files (format from the extension)."""
+
+    question = serializers.SlugField(
+        help_text="Key of a categorical or continuous question of the study."
+    )
+    name = serializers.CharField(max_length=200)
+    version = serializers.CharField(max_length=100)
+    metadata = serializers.JSONField(
+        required=False, binary=True, help_text="A JSON object (free: hyperparameters, commit...)."
+    )
+    predictions = serializers.FileField(
+        help_text="item, annotator and label (categorical) or trace (continuous) per row "
+        "(.csv, .jsonl/.ndjson or .npz)."
+    )
+    features = serializers.FileField(
+        required=False, help_text="annotator, vector[, item]: feature vectors (feature-level BAE)."
+    )
+    attention = serializers.FileField(
+        required=False,
+        help_text="annotator, vector[, item]: attention over regions/frames (region-level BAE).",
+    )
+
+    def validate_metadata(self, value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("Give a JSON object.")
+        return value
+
+
+class BaselinesSerializer(serializers.Serializer):
+    dic_random = serializers.FloatField(allow_null=True)
+    dic_consensus = serializers.FloatField(allow_null=True)
+    bae_random = serializers.FloatField(allow_null=True)
+    bae_uniform = serializers.FloatField(allow_null=True)
+
+
+class EvaluationSerializer(serializers.ModelSerializer):
+    """The headline figures of one evaluation (matrices and maps stay on the run page)."""
+
+    dic = serializers.SerializerMethodField(help_text="Zhang et al. Eq. 3; lower is better.")
+    bae_feature = serializers.SerializerMethodField(
+        help_text="Eq. 7 on features; higher is better."
+    )
+    bae_region = serializers.SerializerMethodField(help_text="Eq. 7 on attention vectors.")
+    accuracy_mean = serializers.SerializerMethodField(help_text="Categorical questions only.")
+    accuracy = serializers.SerializerMethodField(help_text="Per annotator, in `annotators` order.")
+    fleiss_kappa = serializers.SerializerMethodField(help_text="Fleiss' kappa of the predictions.")
+    pearson_mean = serializers.SerializerMethodField(help_text="Ordered scales and traces.")
+    annotators = serializers.SerializerMethodField(help_text="Annotator user ids.")
+    baselines = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ModelRunEvaluation
+        fields = [
+            "id",
+            "computed_at",
+            "n_annotations",
+            "dic",
+            "bae_feature",
+            "bae_region",
+            "accuracy_mean",
+            "accuracy",
+            "fleiss_kappa",
+            "pearson_mean",
+            "annotators",
+            "baselines",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_dic(self, obj: ModelRunEvaluation) -> float | None:
+        return obj.figures.get("dic")
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_bae_feature(self, obj: ModelRunEvaluation) -> float | None:
+        return obj.figures.get("bae", {}).get("feature")
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_bae_region(self, obj: ModelRunEvaluation) -> float | None:
+        return obj.figures.get("bae", {}).get("attention")
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_accuracy_mean(self, obj: ModelRunEvaluation) -> float | None:
+        return obj.figures.get("accuracy_mean")
+
+    @extend_schema_field(serializers.ListField(child=serializers.FloatField(allow_null=True)))
+    def get_accuracy(self, obj: ModelRunEvaluation) -> list[float | None]:
+        return obj.figures.get("accuracy", [])
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_fleiss_kappa(self, obj: ModelRunEvaluation) -> float | None:
+        return obj.figures.get("fleiss_pred")
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_pearson_mean(self, obj: ModelRunEvaluation) -> float | None:
+        return obj.figures.get("pearson_mean")
+
+    @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
+    def get_annotators(self, obj: ModelRunEvaluation) -> list[int]:
+        return obj.figures.get("annotators", [])
+
+    @extend_schema_field(BaselinesSerializer(allow_null=True))
+    def get_baselines(self, obj: ModelRunEvaluation) -> dict[str, float | None] | None:
+        return obj.figures.get("baselines")
+
+
+class ModelRunSerializer(serializers.ModelSerializer):
+    """A run with its latest evaluation."""
+
+    question = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    evaluation = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ModelRun
+        fields = [
+            "id",
+            "question",
+            "name",
+            "version",
+            "metadata",
+            "created_by",
+            "created_at",
+            "evaluation",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(EvaluationSerializer(allow_null=True))
+    def get_evaluation(self, obj: ModelRun) -> dict[str, Any] | None:
+        latest = obj.evaluations.order_by("-computed_at", "-id").first()
+        return EvaluationSerializer(latest).data if latest else None

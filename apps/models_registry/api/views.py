@@ -1,0 +1,108 @@
+"""API of a study's model runs: register one (multipart), list them, read their figures."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, status
+from rest_framework.decorators import action
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.viewsets import GenericViewSet
+
+from apps.models_registry.api.serializers import (
+    EvaluationSerializer,
+    ModelRunCreateSerializer,
+    ModelRunSerializer,
+)
+from apps.models_registry.importing import upload_format
+from apps.models_registry.models import ModelRun
+from apps.models_registry.selectors import model_run_questions
+from apps.models_registry.services import Upload, model_run_evaluate, model_run_register
+from apps.studies.api.permissions import STUDY_PK, InStudyMixin, IsStudyManager
+
+UPLOAD_FIELDS = ("predictions", "features", "attention")
+
+
+@extend_schema(parameters=[STUDY_PK])
+class ModelRunViewSet(
+    InStudyMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSet
+):
+    """Model runs of the study and their DIC / BAE figures. Managers of the study only."""
+
+    serializer_class = ModelRunSerializer
+    permission_classes = [IsAuthenticated, IsStudyManager]
+    parser_classes = [MultiPartParser, FormParser]
+
+    def get_queryset(self) -> QuerySet[ModelRun]:
+        if getattr(self, "swagger_fake_view", False):
+            return ModelRun.objects.none()
+        return (
+            ModelRun.objects.filter(study=self.study)
+            .select_related("question", "created_by")
+            .order_by("-created_at", "-id")
+        )
+
+    @extend_schema(
+        request={"multipart/form-data": ModelRunCreateSerializer},
+        responses={
+            201: ModelRunSerializer,
+            400: OpenApiResponse(
+                description="Invalid run: errors keyed by field or file (`predictions`, "
+                "`features`, `attention`), each naming line and field. Nothing is stored."
+            ),
+        },
+        description="Register a model run from per-annotator predictions and optional feature "
+        "and attention vectors (CSV, JSON Lines or NPZ: the format comes from each file's "
+        "extension), then evaluate it: DIC, BAE, accuracy, Fleiss' kappa and the reference "
+        "rows. All or nothing.",
+    )
+    def create(self, request: Request, study_pk: str) -> Response:
+        serializer = ModelRunCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        question = model_run_questions(study=self.study).filter(key=data["question"]).first()
+        if question is None:
+            raise ValidationError(
+                {"question": "Choose a categorical or continuous question of this study."}
+            )
+        uploads: dict[str, Upload | None] = {}
+        for field in UPLOAD_FIELDS:
+            upload = data.get(field)
+            try:
+                uploads[field] = upload and Upload(upload, upload_format(upload.name))
+            except ValidationError as exc:
+                raise ValidationError({field: exc.messages}) from exc
+        run = model_run_register(
+            study=self.study,
+            question=question,
+            name=data["name"],
+            version=data["version"],
+            created_by=request.user,
+            metadata=data.get("metadata"),
+            predictions=uploads["predictions"],  # type: ignore[arg-type]
+            features=uploads["features"],
+            attention=uploads["attention"],
+        )
+        return Response(ModelRunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=EvaluationSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def evaluations(self, request: Request, study_pk: str, pk: str) -> Response:
+        """Every evaluation of the run, newest first (the figures' history)."""
+        run = self.get_object()
+        return Response(EvaluationSerializer(run.evaluations.all(), many=True).data)
+
+    @extend_schema(
+        request=None,
+        responses=ModelRunSerializer,
+        description="Evaluate the run again now on the current answers (keeps the history).",
+    )
+    @action(detail=True, methods=["post"])
+    def recompute(self, request: Request, study_pk: str, pk: str) -> Response:
+        run = self.get_object()
+        model_run_evaluate(run=run)
+        return Response(ModelRunSerializer(run).data)

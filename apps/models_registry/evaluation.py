@@ -1,0 +1,312 @@
+"""The figures of one model run, from arrays: DIC, BAE, Table 2's metrics, reference rows.
+
+Everything is computed by :mod:`analytics.metrics` (Zhang et al. 2025); this module only
+chooses the inputs the paper prescribes and packs the results as JSON:
+
+* **DIC** (Eq. 3): ``M`` = ``pairwise_kappa`` of the human labels, ``M'`` = the same of the
+  predictions, both on the same cells (an annotator's item counts when the human answered it
+  *and* the model predicted it) and with the same ``min_overlap``.
+* **BAE** (Eqs. 5-7), feature and region level: ``S_true`` = ``M``; ``S_model`` = cosine
+  similarity of each annotator's mean feature / attention vector.
+* **Traditional metrics** (Table 2): accuracy of each annotator's predictions against that
+  annotator's own labels and their mean, Fleiss' kappa of the predictions (and of the humans,
+  for reference), and Pearson's r per annotator of the label codes (ordered scales only).
+* **Reference rows** (Table 5) on the same cells: Random and Consensus for DIC, Random and
+  Uniform for BAE, with fixed seeds.
+* **Traces** (continuous questions): ``M`` and ``M'`` are kappa_SDA pooled over the items
+  each pair traced (:func:`pooled_kappa_sda`); Pearson's r per annotator replaces accuracy.
+* **MDS maps**: the human map of ``S_true`` and the model's map, Procrustes-aligned to it,
+  over the annotators whose similarities are all defined in both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from analytics.metrics import (
+    bae,
+    bae_random_baseline,
+    bae_uniform_baseline,
+    cosine_similarity_matrix,
+    dic,
+    dic_consensus_baseline,
+    dic_random_baseline,
+    fleiss_kappa,
+    kappa_sda_from_counts,
+    mds_embedding,
+    pairwise_kappa,
+    pearson,
+    procrustes_align,
+    sign_coincidence_matrix,
+)
+
+SEED = 0
+"""Seed of the random reference rows and of the MDS maps: figures are reproducible."""
+MIN_MAP_ANNOTATORS = 3
+VECTOR_KINDS = ("feature", "attention")
+
+
+def _json(values: NDArray[np.float64] | float) -> Any:
+    """numpy -> JSON: nan becomes ``None``, floats rounded to 6 decimals."""
+    arr = np.atleast_1d(np.asarray(values, dtype=float))
+    out = np.round(arr, 6).astype(object)
+    out[~np.isfinite(arr)] = None
+    return out.tolist() if np.ndim(values) else out[0]
+
+
+def _complete_subset(*matrices: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Indices of annotators whose entries are defined in every matrix among themselves.
+
+    Greedy: drop the annotator with the most undefined entries until none is left.
+    """
+    missing = np.zeros(matrices[0].shape, dtype=bool)
+    for matrix in matrices:
+        missing |= np.isnan(matrix)
+    keep = np.arange(missing.shape[0])
+    while keep.size:
+        sub = missing[np.ix_(keep, keep)]
+        worst = sub.sum(axis=1)
+        if not worst.any():
+            break
+        keep = np.delete(keep, int(worst.argmax()))
+    return keep
+
+
+def _maps(s_true: NDArray[np.float64], s_model: NDArray[np.float64]) -> dict[str, Any] | None:
+    """Human MDS map and the model's, aligned to it, on the annotators both define."""
+    keep = _complete_subset(s_true, s_model)
+    if keep.size < MIN_MAP_ANNOTATORS:
+        return None
+    # SMACOF divides by the stress of the start, which is 0 when every similarity is 1 (one
+    # point for all annotators, e.g. the Consensus model): the map is then a single point.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        truth = mds_embedding(s_true[np.ix_(keep, keep)], seed=SEED)
+        model = mds_embedding(s_model[np.ix_(keep, keep)], seed=SEED)
+    model = procrustes_align(model, truth)
+    return {"annotators": keep.tolist(), "truth": _json(truth), "model": _json(model)}
+
+
+def _accuracy(human: NDArray[np.float64], predicted: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per annotator: share of the cells where the prediction equals the annotator's label."""
+    both = ~np.isnan(human) & ~np.isnan(predicted)
+    hits = np.where(both, human == predicted, False).sum(axis=1)
+    n = both.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, hits / n, np.nan)
+
+
+def _pearson(human: NDArray[np.float64], predicted: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per annotator: Pearson's r of the label codes on the shared cells (nan if undefined)."""
+    out = np.full(human.shape[0], np.nan)
+    for k in range(human.shape[0]):  # one vectorised call per annotator: M calls, not M x N
+        both = ~np.isnan(human[k]) & ~np.isnan(predicted[k])
+        if both.sum() >= 2:
+            out[k] = pearson(human[k, both], predicted[k, both])
+    return out
+
+
+def _mean(values: NDArray[np.float64]) -> float:
+    return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
+
+
+def _structure(
+    m_true: NDArray[np.float64],
+    m_pred: NDArray[np.float64],
+    *,
+    min_overlap: int,
+    vectors: dict[str, NDArray[np.float64]],
+) -> dict[str, Any]:
+    """DIC, both matrices, BAE per vector kind uploaded, the MDS maps, BAE reference rows."""
+    figures: dict[str, Any] = {
+        "min_overlap": min_overlap,
+        "m_true": _json(m_true),
+        "m_pred": _json(m_pred),
+        "dic": _json(dic(m_true, m_pred)),
+        "bae": {},
+        "s_model": {},
+        "maps": {"predictions": _maps(m_true, m_pred)},
+        "baselines": {
+            "bae_random": _json(bae_random_baseline(m_true, seed=SEED)),
+            "bae_uniform": _json(bae_uniform_baseline(m_true)),
+        },
+    }
+    for kind in VECTOR_KINDS:
+        if kind not in vectors:
+            continue
+        arr = vectors[kind]
+        has = ~np.isnan(arr).any(axis=1)
+        s_model = np.full(m_true.shape, np.nan)
+        s_model[np.ix_(has, has)] = cosine_similarity_matrix(arr[has])
+        figures["bae"][kind] = _json(bae(s_model, m_true))
+        figures["s_model"][kind] = _json(s_model)
+        figures["maps"][kind] = _maps(m_true, s_model)
+    return figures
+
+
+def evaluate_run(
+    *,
+    human: NDArray[np.float64],
+    predicted: NDArray[np.float64],
+    n_labels: int,
+    ordered: bool,
+    min_overlap: int,
+    vectors: dict[str, NDArray[np.float64]],
+) -> dict[str, Any]:
+    """All figures of a run on a categorical question, JSON-ready.
+
+    Parameters
+    ----------
+    human, predicted : ndarray, shape (n_annotators, n_items)
+        Label codes (nan = none) on the same axes.
+    n_labels : int
+        Size of the label scale (the Random baseline draws from all of it).
+    ordered : bool
+        Whether the codes are ordered (Pearson's r is reported only then).
+    min_overlap : int
+        Pairs sharing fewer cells get no kappa (as on the live dashboard).
+    vectors : dict
+        ``"feature"`` / ``"attention"`` -> ``(n_annotators, dim)`` mean vectors, a row of nan
+        for an annotator without one.
+
+    Returns
+    -------
+    dict
+        ``dic``, ``bae`` (per level), ``m_true``, ``m_pred``, ``s_model`` (per level),
+        ``maps`` (per level, plus ``predictions``: the map of ``M'``), ``accuracy``,
+        ``accuracy_mean``, ``pearson``, ``pearson_mean``, ``fleiss_pred``, ``fleiss_human``,
+        ``baselines`` (``dic_random``, ``dic_consensus``, ``bae_random``, ``bae_uniform``),
+        ``n_cells``, ``min_overlap``, ``measure``; nan as ``None``.
+    """
+    both = ~np.isnan(human) & ~np.isnan(predicted)
+    human = np.where(both, human, np.nan)
+    predicted = np.where(both, predicted, np.nan)
+    m_true = pairwise_kappa(human, min_overlap=min_overlap)
+    figures = _structure(
+        m_true,
+        pairwise_kappa(predicted, min_overlap=min_overlap),
+        min_overlap=min_overlap,
+        vectors=vectors,
+    )
+    accuracy = _accuracy(human, predicted)
+    pearson_r = _pearson(human, predicted) if ordered else np.full(human.shape[0], np.nan)
+    figures.update(
+        measure="kappa",
+        n_cells=int(both.sum()),
+        accuracy=_json(accuracy),
+        accuracy_mean=_json(_mean(accuracy)),
+        pearson=_json(pearson_r),
+        pearson_mean=_json(_mean(pearson_r)),
+        fleiss_pred=_json(fleiss_kappa(predicted)),
+        fleiss_human=_json(fleiss_kappa(human)),
+    )
+    figures["baselines"].update(
+        dic_random=_json(
+            dic_random_baseline(human, n_labels=n_labels, seed=SEED, min_overlap=min_overlap)
+        ),
+        dic_consensus=_json(dic_consensus_baseline(human, min_overlap=min_overlap)),
+    )
+    return figures
+
+
+Cell = tuple[int, int]
+"""(annotator index, item id) of one trace."""
+TRACE_MIN_ITEMS = 1
+"""Pairs of annotators who traced fewer items in common get no kappa_SDA."""
+RANDOM_REPEATS = 10
+
+
+def _by_item(traces: dict[Cell, NDArray[np.float64]]) -> dict[int, list[Cell]]:
+    cells: dict[int, list[Cell]] = {}
+    for cell in sorted(traces):
+        cells.setdefault(cell[1], []).append(cell)
+    return cells
+
+
+def pooled_kappa_sda(
+    traces: dict[Cell, NDArray[np.float64]], *, n_annotators: int, tol: float
+) -> NDArray[np.float64]:
+    r"""kappa_SDA of every pair of annotators, pooled over the items both traced.
+
+    Per item, the traces (cut to the item's shortest) give every pair's 3 x 3 table of
+    difference-sign coincidences (``sign_coincidence_matrix``); tables add up over items and
+    ``kappa_sda_from_counts`` turns each pair's sum into kappa_SDA (Booth & Narayanan 2020).
+    Pairs sharing fewer than :data:`TRACE_MIN_ITEMS` items are nan; the diagonal is 1, as in
+    ``pairwise_kappa``.
+    """
+    counts = np.zeros((n_annotators, n_annotators, 3, 3))
+    shared = np.zeros((n_annotators, n_annotators), dtype=int)
+    for cells in _by_item(traces).values():
+        ks = [k for k, _ in cells]
+        length = min(traces[cell].size for cell in cells)
+        stacked = np.vstack([traces[cell][:length] for cell in cells])
+        counts[np.ix_(ks, ks)] += sign_coincidence_matrix(stacked, tol=tol)
+        shared[np.ix_(ks, ks)] += 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kappa = np.asarray(kappa_sda_from_counts(counts), dtype=float)
+    kappa[shared < TRACE_MIN_ITEMS] = np.nan
+    np.fill_diagonal(kappa, 1.0)
+    return kappa
+
+
+def evaluate_trace_run(
+    *,
+    human: dict[Cell, NDArray[np.float64]],
+    predicted: dict[Cell, NDArray[np.float64]],
+    n_annotators: int,
+    tol: float,
+    vectors: dict[str, NDArray[np.float64]],
+) -> dict[str, Any]:
+    """All figures of a run on a continuous question, JSON-ready.
+
+    The consistency matrices are :func:`pooled_kappa_sda` of the human traces and of the
+    predicted ones, on the cells (annotator, item) both have, each predicted trace cut to the
+    length of the human one. Traditional metric: Pearson's r per annotator over all their
+    samples (accuracy and Fleiss' kappa do not apply to traces). Reference rows: Random =
+    independent uniform samples in [0, 1] for every cell (:data:`RANDOM_REPEATS` draws, fixed
+    seed), Consensus = the mean of the item's human traces given to every annotator; BAE's as
+    for labels. Same keys as :func:`evaluate_run`.
+    """
+    cells = sorted(set(human) & set(predicted))
+    length = {cell: min(human[cell].size, predicted[cell].size) for cell in cells}
+    truth = {cell: human[cell][: length[cell]] for cell in cells}
+    model = {cell: predicted[cell][: length[cell]] for cell in cells}
+
+    def kappa(traces: dict[Cell, NDArray[np.float64]]) -> NDArray[np.float64]:
+        return pooled_kappa_sda(traces, n_annotators=n_annotators, tol=tol)
+
+    m_true = kappa(truth)
+    figures = _structure(m_true, kappa(model), min_overlap=TRACE_MIN_ITEMS, vectors=vectors)
+    pearson_r = np.full(n_annotators, np.nan)
+    for k in {k for k, _ in cells}:
+        mine = [cell for cell in cells if cell[0] == k]
+        x = np.concatenate([truth[cell] for cell in mine])
+        y = np.concatenate([model[cell] for cell in mine])
+        pearson_r[k] = pearson(x, y)
+    rng = np.random.default_rng(SEED)
+    random_dic = [
+        dic(m_true, kappa({cell: rng.random(trace.size) for cell, trace in truth.items()}))
+        for _ in range(RANDOM_REPEATS)
+    ]
+    consensus: dict[Cell, NDArray[np.float64]] = {}
+    for item_cells in _by_item(truth).values():
+        shortest = min(truth[cell].size for cell in item_cells)
+        mean = np.mean([truth[cell][:shortest] for cell in item_cells], axis=0)
+        consensus.update(dict.fromkeys(item_cells, mean))
+    figures.update(
+        measure="kappa_SDA",
+        n_cells=len(cells),
+        accuracy=[None] * n_annotators,
+        accuracy_mean=None,
+        pearson=_json(pearson_r),
+        pearson_mean=_json(_mean(pearson_r)),
+        fleiss_pred=None,
+        fleiss_human=None,
+    )
+    figures["baselines"].update(
+        dic_random=_json(float(np.mean(random_dic))),
+        dic_consensus=_json(dic(m_true, kappa(consensus))),
+    )
+    return figures

@@ -1,0 +1,155 @@
+"""Registered model runs: per-annotator predictions, mean explanation vectors, evaluations.
+
+A :class:`ModelRun` is one version of an annotator-specific model ("individual tendency
+learning", Zhang et al. 2025) evaluated on one question: it predicts, for an item and an
+annotator, the label that annotator would give (categorical question, :class:`Prediction`) or
+the trace they would record (continuous question, :class:`TracePrediction`). Its optional
+feature and attention vectors are stored already averaged per annotator (Eqs. 5-6 only need
+the mean), as float32.
+Evaluations are appended, never overwritten, so a run's figures keep their history.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from django.conf import settings
+from django.db import models
+from numpy.typing import NDArray
+
+from apps.continuous.models import VALUE_DTYPE, pack, unpack
+from apps.items.models import Item
+from apps.studies.models import Label, Question, Study
+
+
+class ModelRun(models.Model):
+    """One registered version of a model's outputs for one question."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="model_runs")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="model_runs")
+    name = models.CharField(max_length=200)
+    version = models.CharField(max_length=100)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="model_runs"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["question_id", "-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["question", "name", "version"], name="model_run_version_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.version}"
+
+
+class Prediction(models.Model):
+    """f(x_i, k): the label the model predicts annotator k gives item i."""
+
+    run = models.ForeignKey(ModelRun, on_delete=models.CASCADE, related_name="predictions")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    label = models.ForeignKey(Label, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        ordering = ["run_id", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "item", "annotator"], name="one_prediction_per_item_annotator"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"prediction of run {self.run_id} for item {self.item_id}, user {self.annotator_id}"
+
+
+class TracePrediction(models.Model):
+    """f(x_i, k) of a continuous question: the trace the model predicts annotator k records
+    for item i, at the question's analysis rate."""
+
+    run = models.ForeignKey(ModelRun, on_delete=models.CASCADE, related_name="trace_predictions")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    values = models.BinaryField(help_text="float32 little-endian samples.")
+    n_samples = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["run_id", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "item", "annotator"], name="one_trace_prediction_per_cell"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"trace of run {self.run_id} for item {self.item_id}, user {self.annotator_id}"
+
+    def array(self) -> NDArray[np.float64]:
+        return unpack(self.values, VALUE_DTYPE)
+
+
+class AnnotatorVector(models.Model):
+    """An annotator's mean feature (Eq. 5) or mean attention (Eq. 6) vector in one run."""
+
+    class Kind(models.TextChoices):
+        FEATURE = "feature", "Feature"
+        ATTENTION = "attention", "Attention over regions/frames"
+
+    run = models.ForeignKey(ModelRun, on_delete=models.CASCADE, related_name="vectors")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    kind = models.CharField(max_length=9, choices=Kind.choices)
+    values = models.BinaryField(help_text="float32 little-endian mean vector.")
+    dim = models.PositiveIntegerField()
+    n_items = models.PositiveIntegerField(
+        help_text="Per-item vectors averaged; 0 when the upload was already averaged."
+    )
+
+    class Meta:
+        ordering = ["run_id", "kind", "annotator_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "annotator", "kind"], name="one_vector_per_run_annotator_kind"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} vector of user {self.annotator_id} in run {self.run_id}"
+
+    @staticmethod
+    def packed(vector: NDArray[np.float64]) -> bytes:
+        """Bytes stored in :attr:`values` for a vector."""
+        return pack(vector, VALUE_DTYPE)
+
+    def array(self) -> NDArray[np.float64]:
+        """The stored vector as float64."""
+        return unpack(self.values, VALUE_DTYPE)
+
+
+class ModelRunEvaluation(models.Model):
+    """DIC, BAE, traditional metrics and reference rows of a run at one moment.
+
+    ``n_annotations`` and ``fingerprint`` describe the human answers the figures were computed
+    from, so a recompute can tell when nothing changed.
+    """
+
+    run = models.ForeignKey(ModelRun, on_delete=models.CASCADE, related_name="evaluations")
+    computed_at = models.DateTimeField(auto_now_add=True)
+    n_annotations = models.PositiveIntegerField()
+    fingerprint = models.CharField(max_length=64, blank=True)
+    figures = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["run_id", "-computed_at", "-id"]
+        get_latest_by = ["computed_at", "id"]
+
+    def __str__(self) -> str:
+        return f"evaluation of {self.run} at {self.computed_at:%Y-%m-%d %H:%M}"

@@ -1,0 +1,116 @@
+"""Geometry of the run page's plots: numbers only, the SVG is drawn by the templates.
+
+Both heatmaps of a run use the ground truth's cluster order and the same cividis scale (the
+dashboard's :func:`analytics.dashboard.colours`), so cells at the same place compare the same
+pair. Both MDS maps share one frame and scale (the model's map is already Procrustes-aligned to
+the truth's), and each annotator keeps one Okabe-Ito colour and its name on both maps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from analytics.dashboard import colours
+from analytics.metrics import agglomerative_order
+
+HEATMAP_SIZE = 360.0
+MAP_SIZE = 340.0
+MAP_MARGIN = 30.0
+MAP_LABEL_ROOM = 80.0
+#: Okabe & Ito (2008), the colour-blind-safe qualitative palette (black last, for the ninth).
+OKABE_ITO = (
+    "#0072b2",
+    "#e69f00",
+    "#009e73",
+    "#cc79a7",
+    "#56b4e9",
+    "#d55e00",
+    "#f0e442",
+    "#000000",
+)
+_MARKERS = ("circle", "square", "diamond")  # shape changes once the colours are used up
+
+
+def _px(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def heatmap_order(matrix: list[list[float | None]]) -> list[int]:
+    """Cluster order of a (JSON) similarity matrix: similar annotators side by side."""
+    arr = np.array([[np.nan if v is None else v for v in row] for row in matrix], dtype=float)
+    return agglomerative_order(arr).tolist()
+
+
+def heatmap(
+    matrix: list[list[float | None]], *, names: list[str], order: list[int], what: str
+) -> dict[str, Any]:
+    """Cells, labels and legend of one heatmap (``what`` names the measure in tooltips)."""
+    m = len(order)
+    cell = HEATMAP_SIZE / max(m, 1)
+    pairs = [(i, a, j, b) for i, a in enumerate(order) for j, b in enumerate(order)]
+    values = [matrix[a][b] for _, a, _, b in pairs]
+    cells = [
+        {
+            "x": _px(j * cell),
+            "y": _px(i * cell),
+            "size": _px(cell),
+            "tx": _px((j + 0.5) * cell),
+            "ty": _px((i + 0.5) * cell),
+            "fill": fill,
+            "ink": "#1b1f24" if value is None or value >= 0.55 else "#ffffff",
+            "text": _fmt(value) if cell >= 34 else "",
+            "title": f"{names[a]} × {names[b]}: {what} {_fmt(value)}",
+        }
+        for (i, a, j, b), value, fill in zip(pairs, values, colours(values), strict=True)
+    ]
+    labels = [{"pos": _px((i + 0.5) * cell), "name": names[a]} for i, a in enumerate(order)]
+    ticks = np.linspace(0, 1, 6)
+    legend = [
+        {"x": _px(i * 36.0), "fill": fill, "label": f"{t:.1f}"}
+        for i, (t, fill) in enumerate(zip(ticks, colours(ticks.tolist()), strict=True))
+    ]
+    return {"cells": cells, "labels": labels, "size": HEATMAP_SIZE, "legend": legend}
+
+
+def annotator_styles(n: int) -> list[dict[str, str]]:
+    """Okabe-Ito colour and marker of each annotator, the same on every map of the page."""
+    return [
+        {"colour": OKABE_ITO[k % len(OKABE_ITO)], "marker": _MARKERS[k // len(OKABE_ITO) % 3]}
+        for k in range(n)
+    ]
+
+
+def map_pair(maps: dict[str, Any], *, names: list[str]) -> tuple[dict, dict]:
+    """Points of the truth's and the model's MDS maps, in one shared frame and scale."""
+    keep = maps["annotators"]
+    truth = np.array(maps["truth"], dtype=float)
+    model = np.array(maps["model"], dtype=float)
+    both = np.vstack([truth, model])
+    lo, hi = both.min(axis=0), both.max(axis=0)
+    inner = MAP_SIZE - 2 * MAP_MARGIN - MAP_LABEL_ROOM
+    scale = inner / max(float((hi - lo).max()), 1e-9)
+    centre = (lo + hi) / 2
+    middle_x = MAP_MARGIN + inner / 2
+    styles = annotator_styles(len(names))
+
+    def points(xy: np.ndarray) -> dict[str, Any]:
+        return {
+            "size": MAP_SIZE,
+            "points": [
+                {
+                    "cx": _px(middle_x + (x - centre[0]) * scale),
+                    "cy": _px(MAP_SIZE / 2 - (y - centre[1]) * scale),
+                    "name": names[k],
+                    **styles[k],
+                }
+                for k, (x, y) in zip(keep, xy, strict=True)
+            ],
+        }
+
+    return points(truth), points(model)

@@ -1,0 +1,280 @@
+"""Reads of model runs: the arrays an evaluation needs, leaderboards, the latest figures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
+from numpy.typing import NDArray
+
+from analytics.selectors import question_ratings
+from apps.annotations.models import Annotation
+from apps.continuous.config import trace_settings
+from apps.continuous.models import VALUE_DTYPE, TraceRecording, unpack
+from apps.continuous.selectors import current_traces
+from apps.models_registry.evaluation import Cell
+from apps.models_registry.importing import Axes
+from apps.models_registry.models import (
+    ModelRun,
+    ModelRunEvaluation,
+    TracePrediction,
+)
+from apps.studies.models import Question, Study
+from apps.studies.selectors import study_annotators
+
+
+def upload_axes(*, study: Study, question: Question) -> Axes:
+    """The items, annotators and labels an upload for ``question`` may name."""
+    return Axes(
+        items=dict(study.items.values_list("external_id", "id")),
+        annotators=dict(study_annotators(study=study).values_list("username", "id")),
+        labels=dict(question.labels.values_list("key", "id")),
+        question_key=question.key,
+    )
+
+
+@dataclass(frozen=True)
+class QuestionLabels:
+    """The human side of a question, read once for every run: axes and ratings."""
+
+    annotator_ids: list[int]
+    names: list[str]
+    value_keys: list[str]
+    item_ids: NDArray[np.int64]  # (N,) sorted
+    ratings: NDArray[np.float64]  # (M, N) label codes, nan = not answered
+    n_annotations: int
+    fingerprint: str
+
+
+def answers_fingerprint(*, question_id: int) -> tuple[int, str]:
+    """How many live round-1 answers the question has, and a token that changes with any answer.
+
+    Every new answer, edit or retraction makes a revision with a larger id, so the count of
+    live answers plus the newest revision id changes whenever the figures could.
+    """
+    figures = Annotation.objects.filter(question_id=question_id, round=1).aggregate(
+        live=Count("id", filter=Q(current_revision__value__isnull=False)),
+        newest=Max("current_revision_id"),
+    )
+    return figures["live"], f"{figures['live']}:{figures['newest'] or 0}"
+
+
+def question_labels(*, question: Question) -> QuestionLabels:
+    """The question's human labels on annotator x item axes (study annotators by username)."""
+    users = list(study_annotators(study=question.study).values_list("id", "username"))
+    ids = [pk for pk, _ in users]
+    keys = list(question.labels.values_list("key", flat=True))
+    n, fingerprint = answers_fingerprint(question_id=question.pk)
+    items, ratings = question_ratings(question_id=question.pk, annotator_ids=ids, value_keys=keys)
+    return QuestionLabels(
+        annotator_ids=ids,
+        names=[name for _, name in users],
+        value_keys=keys,
+        item_ids=items,
+        ratings=ratings,
+        n_annotations=n,
+        fingerprint=fingerprint,
+    )
+
+
+@dataclass(frozen=True)
+class QuestionTraces:
+    """The human side of a continuous question: round-1 current traces at the analysis rate."""
+
+    annotator_ids: list[int]
+    names: list[str]
+    traces: dict[Cell, NDArray[np.float64]]
+    rate_hz: float
+    tol: float
+    n_annotations: int
+    fingerprint: str
+
+
+def question_traces(*, question: Question) -> QuestionTraces:
+    """The question's current finished traces (round 1) keyed by (annotator index, item id)."""
+    users = list(study_annotators(study=question.study).values_list("id", "username"))
+    index = {pk: k for k, (pk, _) in enumerate(users)}
+    config = trace_settings(question)
+    n, fingerprint = answers_fingerprint(question_id=question.pk)
+    traces = {
+        (index[recording.annotator_id], recording.item_id): recording_array(recording)
+        for recording in current_traces(question=question).filter(round=1)
+        if recording.annotator_id in index and recording.resampled
+    }
+    return QuestionTraces(
+        annotator_ids=[pk for pk, _ in users],
+        names=[name for _, name in users],
+        traces=traces,
+        rate_hz=config.analysis_rate_hz,
+        tol=config.sda_tolerance,
+        n_annotations=n,
+        fingerprint=fingerprint,
+    )
+
+
+def recording_array(recording: TraceRecording) -> NDArray[np.float64]:
+    """A finished recording's trace at the analysis rate."""
+    return unpack(recording.resampled, VALUE_DTYPE)
+
+
+def trace_lengths(*, question: Question) -> dict[int, int]:
+    """Per item id: the number of samples of the annotators' current traces (the longest)."""
+    lengths: dict[int, int] = {}
+    for item, n in current_traces(question=question).values_list("item_id", "n_resampled"):
+        lengths[item] = max(lengths.get(item, 0), n or 0)
+    return lengths
+
+
+def run_trace_predictions(*, run: ModelRun, traces: QuestionTraces) -> dict[Cell, NDArray]:
+    """The run's predicted traces keyed like ``traces.traces`` (other annotators left out)."""
+    index = {a: k for k, a in enumerate(traces.annotator_ids)}
+    return {
+        (index[p.annotator_id], p.item_id): p.array()
+        for p in TracePrediction.objects.filter(run=run).iterator(chunk_size=2000)
+        if p.annotator_id in index
+    }
+
+
+def run_predictions(*, run: ModelRun, labels: QuestionLabels) -> NDArray[np.float64]:
+    """The run's predictions on the axes of ``labels`` (items no human answered left out)."""
+    annotator_index = {a: k for k, a in enumerate(labels.annotator_ids)}
+    code = {key: c for c, key in enumerate(labels.value_keys)}
+    rows = np.array(
+        [
+            (annotator_index.get(annotator, -1), item, code.get(key, -1))
+            for item, annotator, key in run.predictions.values_list(
+                "item_id", "annotator_id", "label__key"
+            ).iterator(chunk_size=20_000)
+        ],
+        dtype=np.int64,
+    ).reshape(-1, 3)
+    out = np.full(labels.ratings.shape, np.nan)
+    if labels.item_ids.size == 0:
+        return out
+    column = np.searchsorted(labels.item_ids, rows[:, 1]).clip(0, labels.item_ids.size - 1)
+    keep = (rows[:, 0] >= 0) & (rows[:, 2] >= 0) & (labels.item_ids[column] == rows[:, 1])
+    out[rows[keep, 0], column[keep]] = rows[keep, 2]
+    return out
+
+
+def run_vectors(*, run: ModelRun, annotator_ids: list[int]) -> dict[str, NDArray[np.float64]]:
+    """Per kind uploaded: ``(n_annotators, dim)`` mean vectors, nan rows where none was given."""
+    index = {a: k for k, a in enumerate(annotator_ids)}
+    out: dict[str, NDArray[np.float64]] = {}
+    for vector in run.vectors.all():
+        k = index.get(vector.annotator_id)
+        if k is None:
+            continue
+        if vector.kind not in out:
+            out[vector.kind] = np.full((len(annotator_ids), vector.dim), np.nan)
+        out[vector.kind][k] = vector.array()
+    return out
+
+
+def latest_evaluation(*, run: ModelRun) -> ModelRunEvaluation | None:
+    return run.evaluations.order_by("-computed_at", "-id").first()
+
+
+def runs_of_question(*, question: Question) -> QuerySet[ModelRun]:
+    """The question's runs, newest first, each with ``latest_id`` (its latest evaluation)."""
+    latest = ModelRunEvaluation.objects.filter(run=OuterRef("pk")).order_by("-computed_at", "-id")
+    return (
+        ModelRun.objects.filter(question=question)
+        .select_related("created_by", "question")
+        .annotate(latest_id=Subquery(latest.values("id")[:1]))
+        .order_by("-created_at", "-id")
+    )
+
+
+@dataclass(frozen=True)
+class LeaderboardRow:
+    """One row of a leaderboard: a run, or a reference row (``run`` is ``None``)."""
+
+    name: str
+    dic: float | None
+    bae_feature: float | None = None
+    bae_attention: float | None = None
+    accuracy: float | None = None
+    fleiss: float | None = None
+    run: ModelRun | None = None
+    evaluation: ModelRunEvaluation | None = None
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """What the leaderboard page and the dashboard card show for one question."""
+
+    question: Question
+    rows: list[LeaderboardRow]  # runs, best DIC first
+    references: list[LeaderboardRow]  # Random / Consensus / Uniform
+
+
+def leaderboard(*, question: Question, limit: int | None = None) -> Leaderboard:
+    """The question's runs ranked by DIC (lower is better; runs without figures last) with the
+    reference rows of the most recent evaluation (they depend on the human labels only)."""
+    runs = list(runs_of_question(question=question))
+    evaluations = ModelRunEvaluation.objects.in_bulk([r.latest_id for r in runs if r.latest_id])
+    rows = []
+    for run in runs:
+        evaluation = evaluations.get(run.latest_id)
+        figures = evaluation.figures if evaluation else {}
+        bae_of = figures.get("bae", {})
+        rows.append(
+            LeaderboardRow(
+                name=f"{run.name} {run.version}",
+                dic=figures.get("dic"),
+                bae_feature=bae_of.get("feature"),
+                bae_attention=bae_of.get("attention"),
+                accuracy=figures.get("accuracy_mean"),
+                fleiss=figures.get("fleiss_pred"),
+                run=run,
+                evaluation=evaluation,
+            )
+        )
+    rows.sort(key=lambda r: (r.dic is None, r.dic if r.dic is not None else 0.0))
+    newest = max((r.evaluation for r in rows if r.evaluation), default=None, key=_when)
+    return Leaderboard(
+        question=question,
+        rows=rows[:limit] if limit else rows,
+        references=reference_rows(newest.figures) if newest else [],
+    )
+
+
+def _when(evaluation: ModelRunEvaluation) -> tuple:
+    return (evaluation.computed_at, evaluation.pk)
+
+
+def reference_rows(figures: dict[str, Any]) -> list[LeaderboardRow]:
+    """Table 5's reference rows from an evaluation's ``baselines``."""
+    base = figures.get("baselines", {})
+    return [
+        LeaderboardRow(
+            name="Random (DIC, BAE)",
+            dic=base.get("dic_random"),
+            bae_feature=base.get("bae_random"),
+            bae_attention=base.get("bae_random"),
+        ),
+        LeaderboardRow(name="Consensus (DIC)", dic=base.get("dic_consensus")),
+        LeaderboardRow(
+            name="Uniform (BAE)",
+            dic=None,
+            bae_feature=base.get("bae_uniform"),
+            bae_attention=base.get("bae_uniform"),
+        ),
+    ]
+
+
+MODEL_RUN_KINDS = (Question.Kind.CATEGORICAL, Question.Kind.CONTINUOUS)
+
+
+def model_run_questions(*, study: Study) -> QuerySet[Question]:
+    """The study's questions a model run can be registered for (categorical, continuous)."""
+    return study.questions.filter(kind__in=MODEL_RUN_KINDS)
+
+
+def usernames(ids: list[int]) -> dict[int, str]:
+    """Usernames of the given user ids (ids of deleted users are left out)."""
+    return dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
