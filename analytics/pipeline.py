@@ -20,6 +20,7 @@ worker mode).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,9 @@ from apps.annotations.models import Annotation
 from apps.studies.models import Question
 
 UPDATE_CHANNEL = "quality-updates"
+# Called with a question id after its quality state has changed and been published; apps that
+# derive figures from a question's answers (the model registry) register here in ready().
+AFTER_UPDATE_HOOKS: list[Callable[[int], None]] = []
 # Question kinds with a live quality state; answers of other kinds keep their outbox flag
 # (``analysis_pending``) until their kind's analysis exists.
 ANALYSED_KINDS = frozenset({Question.Kind.CATEGORICAL})
@@ -128,6 +132,13 @@ _ROW_FIELDS = (
 )
 
 
+def _after_update(question_id: int, **publish_options: Any) -> None:
+    """Once a new state has committed: publish it, then let registered apps follow."""
+    quality_publish(question_id=question_id, **publish_options)
+    for hook in AFTER_UPDATE_HOOKS:
+        hook(question_id)
+
+
 @transaction.atomic
 def quality_process_pending(*, question_id: int) -> int:
     """Apply every pending annotation of a question to its state; return how many."""
@@ -175,9 +186,7 @@ def quality_process_pending(*, question_id: int) -> int:
     )
     axes.save(stats, applied=len(pending))
     touched = list(by_item)
-    transaction.on_commit(
-        lambda: quality_publish(question_id=question_id, item_ids=touched), robust=True
-    )
+    transaction.on_commit(lambda: _after_update(question_id, item_ids=touched), robust=True)
     return len(pending)
 
 
@@ -233,7 +242,7 @@ def quality_rebuild(*, question_id: int) -> CategoricalStats:
     )
     state.n_applied = 0
     axes.save(stats, applied=Annotation.objects.filter(question_id=question_id).count())
-    transaction.on_commit(lambda: quality_publish(question_id=question_id, rebuild=True))
+    transaction.on_commit(lambda: _after_update(question_id, rebuild=True))
     return stats
 
 

@@ -240,21 +240,20 @@ def model_runs_recompute(*, question_id: int, force: bool = False) -> int:
     Each run is evaluated in its own transaction.
     """
     runs = list(ModelRun.objects.filter(question_id=question_id).select_related("question__study"))
-    if not runs:
-        return 0
-    _, fingerprint = answers_fingerprint(question_id=question_id)
     interval = getattr(settings, "MODEL_REGISTRY_RECOMPUTE_INTERVAL", DEFAULT_RECOMPUTE_INTERVAL)
     recent = timezone.now() - timedelta(seconds=interval)
-
-    def stale(run: ModelRun) -> bool:
-        latest = latest_evaluation(run=run)
-        return (
-            force
-            or latest is None
-            or (latest.fingerprint != fingerprint and latest.computed_at <= recent)
-        )
-
-    runs = [run for run in runs if stale(run)]
+    latest = {run.pk: latest_evaluation(run=run) for run in runs}
+    # Cheap checks first: the fingerprint aggregates the question's answers, so it is only
+    # read when some run is unevaluated or old enough to be refreshed.
+    due = [r for r in runs if force or latest[r.pk] is None or latest[r.pk].computed_at <= recent]
+    if not due:
+        return 0
+    _, fingerprint = answers_fingerprint(question_id=question_id)
+    runs = [
+        run
+        for run in due
+        if force or latest[run.pk] is None or latest[run.pk].fingerprint != fingerprint
+    ]
     if runs:  # the answers are read only when some run needs them, once for all
         answers = question_answers(question=runs[0].question)
         for run in runs:

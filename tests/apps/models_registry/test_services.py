@@ -121,3 +121,28 @@ def test_recompute_skips_unchanged_and_recent_runs_and_keeps_history(sim, regist
     assert model_runs_recompute(question_id=sim.question.pk) == 1
     assert ModelRunEvaluation.objects.filter(run=run).count() == 2
     assert _figures(run)["dic"] > 0.0  # the model no longer matches the edited answer
+
+
+def test_the_live_pipeline_re_evaluates_runs_when_answers_change(
+    sim, register, settings, django_capture_on_commit_callbacks
+):
+    from analytics.pipeline import quality_process_pending
+
+    run = register("oracle", sim.ratings)
+    settings.MODEL_REGISTRY_RECOMPUTE_INTERVAL = 0
+    annotation = Annotation.objects.filter(question=sim.question).first()
+    other = sim.question.labels.exclude(pk=annotation.current_revision.label_id).first()
+    revision = Revision.objects.create(
+        annotation=annotation,
+        number=2,
+        value={"label": other.key},
+        label=other,
+        idempotency_key="00000000-0000-0000-0000-000000000003",
+    )
+    Annotation.objects.filter(pk=annotation.pk).update(
+        current_revision=revision, analysis_pending=True
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        quality_process_pending(question_id=sim.question.pk)
+    assert ModelRunEvaluation.objects.filter(run=run).count() == 2
+    assert _figures(run)["dic"] > 0.0
