@@ -28,7 +28,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 
 from analytics.metrics.categorical import pairwise_confusion
 from analytics.metrics.krippendorff import coincidence_matrix
@@ -36,7 +37,7 @@ from analytics.models import QualityState
 from analytics.publishing import quality_publish
 from analytics.sufficient_stats import CategoricalStats, ItemView
 from apps.annotations.models import Annotation
-from apps.studies.models import Question
+from apps.studies.models import Label, Question
 
 UPDATE_CHANNEL = "quality-updates"
 # Called with a question id after its quality state has changed and been published; apps that
@@ -191,25 +192,32 @@ def quality_process_pending(*, question_id: int) -> int:
 
 
 def _stats_from_scratch(question_id: int, axes: _Axes) -> CategoricalStats:
-    """The statistics of every live annotation of a question, computed in one vectorised pass."""
-    rows = list(
+    """The statistics of every live annotation of a question, computed in one vectorised pass.
+
+    Reads integer columns only (the revision's label id, not its JSON value: decoding 500,000
+    JSON values was half the cost), then maps ids to axes with numpy.
+    """
+    rows = np.array(
         Annotation.objects.filter(question_id=question_id, current_revision__value__isnull=False)
-        .order_by("annotator_id", "id")
-        .values_list(
-            "item_id",
-            "annotator_id",
-            "round",
-            "current_revision__value",
-            "current_revision__time_spent_ms",
-        )
-    )
-    annotator = np.array([axes.annotator(r[1]) for r in rows], dtype=np.intp)
-    code = np.array([axes.value(r[3]) for r in rows], dtype=np.intp)
-    rounds = np.array([r[2] for r in rows], dtype=np.intp)
-    items, item = np.unique(np.array([r[0] for r in rows], dtype=np.int64), return_inverse=True)
+        .order_by()
+        .annotate(ms=Coalesce("current_revision__time_spent_ms", Value(-1)))
+        .values_list("item_id", "annotator_id", "round", "current_revision__label_id", "ms"),
+        dtype=np.int64,
+    ).reshape(-1, 5)
+    item_ids, user_ids, rounds, label_ids, ms = rows.T
+    users = np.unique(user_ids)
+    annotator = np.array([axes.annotator(int(u)) for u in users], dtype=np.intp)[
+        np.searchsorted(users, user_ids)
+    ]
+    keys = dict(Label.objects.filter(question_id=question_id).values_list("id", "key"))
+    labels = np.unique(label_ids)
+    code = np.array([axes.value({"label": keys[int(i)]}) for i in labels], dtype=np.intp)[
+        np.searchsorted(labels, label_ids)
+    ]
+    items, item = np.unique(item_ids, return_inverse=True)
     m, v = len(axes.annotators), len(axes.values)
     stats = CategoricalStats(m, v)
-    if not rows:
+    if not rows.size:
         return stats
     domain = np.arange(v, dtype=np.float64)
     by_round = []
@@ -224,9 +232,8 @@ def _stats_from_scratch(question_id: int, axes: _Axes) -> CategoricalStats:
     both = ~np.isnan(first) & ~np.isnan(second)
     who = np.nonzero(both)[0]
     np.add.at(stats.retest, (who, first[both].astype(np.intp), second[both].astype(np.intp)), 1.0)
-    timed = np.array([r[4] is not None for r in rows])
-    ms = np.array([r[4] or 0 for r in rows], dtype=np.float64)
-    stats.time_ms[:, 0] = np.bincount(annotator, weights=ms * timed, minlength=m)
+    timed = ms >= 0
+    stats.time_ms[:, 0] = np.bincount(annotator, weights=np.where(timed, ms, 0), minlength=m)
     stats.time_ms[:, 1] = np.bincount(annotator, weights=timed.astype(float), minlength=m)
     return stats
 

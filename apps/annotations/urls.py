@@ -1,4 +1,4 @@
-"""Page URLs of the annotations app: the annotator queue and the raw downloads."""
+"""Page URLs of the annotations app: the annotator queue, the raw and curated downloads."""
 
 from django.urls import path, re_path
 
@@ -11,5 +11,16 @@ urlpatterns = [
         r"^studies/(?P<study_id>[0-9]+)/export/annotations\.(?P<fmt>csv|jsonl)$",
         views.annotations_export,
         name="export",
+    ),
+    re_path(
+        r"^studies/(?P<study_id>[0-9]+)/export/curated\.(?P<fmt>csv|jsonl)$",
+        views.annotations_export,
+        {"curated": True},
+        name="export_curated",
+    ),
+    path(
+        "studies/<int:study_id>/export/curated-provenance.json",
+        views.curated_provenance,
+        name="export_provenance",
     ),
 ]

@@ -1,14 +1,20 @@
-"""The annotator queue and the managers' raw annotation downloads."""
+"""The annotator queue and the managers' raw and curated annotation downloads."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from apps.annotations.exporting import export_response
+from apps.annotations.exporting import (
+    CONTENT_TYPES,
+    export_filename,
+    export_response,
+    provenance,
+    provenance_json,
+)
 from apps.annotations.forms import AnswerForm, UndoForm
 from apps.annotations.selectors import annotator_progress, assignment_next
 from apps.annotations.services import annotation_undo_last, annotations_submit, assignment_skip
@@ -90,9 +96,39 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def annotations_export(request: HttpRequest, study_id: int, fmt: str) -> HttpResponse:
-    """Download a study's annotations as CSV or JSONL; ``?history=1`` adds every revision."""
+def annotations_export(
+    request: HttpRequest, study_id: int, fmt: str, curated: bool = False
+) -> HttpResponse:
+    """Download a study's annotations as CSV or JSONL; ``?history=1`` adds every revision.
+
+    ``curated`` (set by the URL) leaves out the annotators excluded on the quality dashboard.
+    """
     study = get_object_or_404(studies_managed_by(user=request.user), pk=study_id)
     return export_response(
-        request=request, study=study, fmt=fmt, include_history=request.GET.get("history") == "1"
+        request=request,
+        study=study,
+        fmt=fmt,
+        include_history=request.GET.get("history") == "1",
+        curated=curated,
+    )
+
+
+@login_required
+@require_GET
+def curated_provenance(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The provenance record (JSON) of the curated download ``?format=csv|jsonl&history=1``.
+
+    Its ``file.sha256`` is the checksum of that download as long as no one answers meanwhile.
+    """
+    study = get_object_or_404(studies_managed_by(user=request.user), pk=study_id)
+    fmt = request.GET.get("format", "csv")
+    if fmt not in CONTENT_TYPES:
+        return HttpResponseBadRequest("Unknown format; use csv or jsonl.")
+    include_history = request.GET.get("history") == "1"
+    record = provenance(study=study, curated=True, include_history=include_history, fmt=fmt)
+    filename = export_filename(study=study, fmt=fmt, include_history=include_history, curated=True)
+    return HttpResponse(
+        provenance_json(record),
+        content_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="{filename}.provenance.json"'},
     )

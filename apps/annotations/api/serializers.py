@@ -155,3 +155,77 @@ class ExportQuerySerializer(serializers.Serializer):
     history = serializers.BooleanField(
         default=False, help_text="1: every revision (the audit trail); 0: current answers."
     )
+    curated = serializers.BooleanField(
+        default=False,
+        help_text="1: leave out every row of the annotators excluded on the quality dashboard.",
+    )
+
+
+class ProvenanceStudySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    status = serializers.CharField()
+
+
+class ProvenanceSoftwareSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    version = serializers.CharField(help_text='The installed package\'s version, or "unknown".')
+    git_commit = serializers.CharField(allow_null=True, help_text="Null if .git is unreadable.")
+
+
+class ProvenanceOptionsSerializer(serializers.Serializer):
+    format = serializers.ChoiceField(choices=list(CONTENT_TYPES))
+    curated = serializers.BooleanField()
+    include_history = serializers.BooleanField()
+
+
+class ProvenanceFileSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="The file name the download is offered under.")
+    columns = serializers.ListField(child=serializers.CharField())
+    rows = serializers.IntegerField(help_text="Data rows (CSV: without the header).")
+    bytes = serializers.IntegerField()
+    sha256 = serializers.CharField(help_text="Hex SHA-256 of the exact bytes downloaded.")
+
+
+class ProvenanceCountsSerializer(serializers.Serializer):
+    rows_total = serializers.IntegerField(help_text="Rows of the same export, uncurated.")
+    rows_exported = serializers.IntegerField()
+    annotators_total = serializers.IntegerField(help_text="Annotators with rows, uncurated.")
+    annotators_kept = serializers.IntegerField(help_text="Annotators with rows in the file.")
+
+
+class ProvenanceFlagSerializer(serializers.Serializer):
+    annotator = serializers.CharField(allow_null=True, help_text="Null: the whole question.")
+    question = serializers.CharField(help_text="The question's key.")
+    indicator = serializers.CharField()
+    reason = serializers.CharField()
+    figures = serializers.JSONField(help_text="The indicator's value, median, z, evidence ...")
+    status = serializers.CharField(help_text="open, confirmed or dismissed.")
+    active = serializers.BooleanField(help_text="Whether the latest figures still break the rule.")
+    raised_at = serializers.CharField(help_text="UTC, ISO 8601.")
+
+
+class ProvenanceExclusionSerializer(serializers.Serializer):
+    annotator = serializers.CharField()
+    excluded_by = serializers.CharField()
+    excluded_at = serializers.CharField(help_text="UTC, ISO 8601.")
+    reason = serializers.CharField(allow_blank=True)
+    applied = serializers.BooleanField(help_text="Whether this file leaves the annotator out.")
+    rows_left_out = serializers.IntegerField()
+    flags = ProvenanceFlagSerializer(many=True, help_text="Every flag of the annotator.")
+
+
+class ProvenanceSerializer(serializers.Serializer):
+    """What an export holds, what it leaves out and why, and the checksum of its file."""
+
+    schema = serializers.CharField()
+    study = ProvenanceStudySerializer()
+    generated_at = serializers.CharField(help_text="UTC, ISO 8601.")
+    software = ProvenanceSoftwareSerializer()
+    options = ProvenanceOptionsSerializer()
+    file = ProvenanceFileSerializer()
+    counts = ProvenanceCountsSerializer()
+    exclusions = ProvenanceExclusionSerializer(many=True)
+    open_flags = ProvenanceFlagSerializer(
+        many=True, help_text="Open flags of the annotators kept and of whole questions."
+    )

@@ -22,13 +22,14 @@ from apps.annotations.api.serializers import (
     AnnotationSerializer,
     AnnotationSubmitSerializer,
     ExportQuerySerializer,
+    ProvenanceSerializer,
     QueueEntrySerializer,
     RevisionSerializer,
     SkipSerializer,
     SubmissionSerializer,
     UndoSerializer,
 )
-from apps.annotations.exporting import export_response
+from apps.annotations.exporting import export_response, provenance
 from apps.annotations.models import Annotation, Assignment, Revision
 from apps.annotations.selectors import annotator_progress, assignment_next
 from apps.annotations.services import annotation_undo_last, annotations_submit, assignment_skip
@@ -186,7 +187,9 @@ class StudyAnnotationViewSet(InStudyMixin, GenericViewSet):
             (200, "application/x-ndjson"): OpenApiTypes.STR,
         },
         description="Download the study's annotations, streamed. `format` picks the file "
-        "format (this endpoint ignores `Accept`, so `?format=` is free for it).",
+        "format (this endpoint ignores `Accept`, so `?format=` is free for it). `curated=1` "
+        "leaves out the annotators excluded on the quality dashboard; "
+        "`export/provenance/` with the same query describes the file.",
     )
     @action(
         detail=False,
@@ -203,4 +206,32 @@ class StudyAnnotationViewSet(InStudyMixin, GenericViewSet):
             study=self.study,
             fmt=query.validated_data["format"],
             include_history=query.validated_data["history"],
+            curated=query.validated_data["curated"],
         )
+
+    @extend_schema(
+        parameters=[ExportQuerySerializer],
+        responses=ProvenanceSerializer,
+        description="The provenance record of the export with the same query: study, software "
+        "version and commit, options, row and annotator counts, each excluded annotator (by "
+        "whom, when, why, the flags behind it), the open flags of the annotators kept, and "
+        "the SHA-256 of the file `export/` sends for that query (equal while no one answers).",
+    )
+    @action(
+        detail=False,
+        methods=["get"],
+        url_path="export/provenance",
+        permission_classes=[IsAuthenticated, IsStudyManager],
+        content_negotiation_class=FileDownloadNegotiation,
+    )
+    def export_provenance(self, request: Request, study_pk: str) -> Response:
+        """Provenance of an export. Managers only."""
+        query = ExportQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        record = provenance(
+            study=self.study,
+            curated=query.validated_data["curated"],
+            include_history=query.validated_data["history"],
+            fmt=query.validated_data["format"],
+        )
+        return Response(ProvenanceSerializer(record).data)
