@@ -25,6 +25,7 @@ from analytics.selectors import (
     snapshot_history,
     top_disagreements,
 )
+from apps.continuous.selectors import item_overlay
 from apps.studies.models import Question, Study
 
 #: Cividis (Nuñez, Anderton & Renslow 2018, doi:10.1371/journal.pone.0199239), 9 stops:
@@ -50,7 +51,36 @@ COLUMNS: tuple[tuple[str, str, str, bool], ...] = (
     ("skew", "Label skew", "{:.2f}", False),
     ("retest_kappa", "Test-retest kappa", "{:.2f}", True),
     ("ds_competence", "Dawid-Skene competence", "{:.2f}", True),
+    ("judgements", "Judgements", "{:.0f}", True),
+    ("seconds_per_judgement", "Seconds / judgement", "{:.1f}", True),
+    ("transitivity_kappa", "Transitivity kappa", "{:.2f}", True),
+    ("contradiction_rate", "Audit contradictions", "{:.0%}", False),
+    ("pruning_stopped_at", "Pruning stopped after", "{:.0f}", False),
+    ("agreement", "Same outcome on shared pairs", "{:.0%}", True),
+    ("traces_done", "Traces", "{:.0f}", True),
+    ("kappa_truth", "kappa_SDA vs truth", "{:.2f}", True),
+    ("lag", "Lag behind truth (s)", "{:.1f}", False),
+    ("trend_f1", "Trend F1 vs truth", "{:.2f}", True),
 )
+"""The ``kappa`` column is each kind's agreement with the others: Cohen's kappa on shared items
+(categorical) or on the outcomes of shared pairs (pairwise), pooled kappa_SDA (continuous)."""
+
+#: The indicator counting each annotator's work, per question kind (rows without work hide).
+COUNT_KEYS = ("items_done", "judgements", "traces_done")
+
+#: Study figures shown in the summary besides Krippendorff alpha: key, label.
+STUDY_FIGURES = (
+    ("pooled_transitivity_kappa", "Pooled transitivity kappa"),
+    ("pooled_kappa_sda", "Pooled kappa_SDA"),
+)
+
+#: What the heatmap's "kappa" is, per question kind.
+HEATMAP_NOTES = {
+    Question.Kind.CATEGORICAL: "Cohen's kappa of each pair on the items both labelled",
+    Question.Kind.PAIRWISE: "Cohen's kappa of each pair on the outcomes of the pairs both judged",
+    Question.Kind.CONTINUOUS: "kappa_SDA of each pair, sign coincidences pooled over the items "
+    "both traced",
+}
 
 HEATMAP_SIZE = 480.0
 MAP_SIZE = 360.0
@@ -200,6 +230,20 @@ def dashboard_questions(study: Study) -> list[Question]:
     return list(study.questions.filter(kind__in=list(KINDS)))
 
 
+def trace_overlay_context(*, question: Question, item_id: str | None) -> dict[str, Any]:
+    """The traces card of a continuous question: one item's traces overlaid with its gold
+    truth (``item_id`` when it names an item of the study, else the first gold item, else the
+    first item), drawn by the continuous app (``continuous/traces.html#overlay``)."""
+    items = list(question.study.items.order_by("position", "id"))
+    chosen = next((i for i in items if str(i.pk) == item_id), None) or next(
+        (i for i in items if (i.metadata or {}).get("signal")), items[0] if items else None
+    )
+    return {
+        "trace_items": items,
+        "trace_overlay": item_overlay(question=question, item=chosen) if chosen else None,
+    }
+
+
 def dashboard_context(
     *, study: Study, question: Question | None, plots: bool = True
 ) -> dict[str, Any]:
@@ -217,6 +261,7 @@ def dashboard_context(
     snapshot: QualitySnapshot | None = latest_snapshot(question=question) if question else None
     if question is None or snapshot is None or not snapshot.indicators.get("annotators"):
         return context
+    spec = KINDS[question.kind]
     indicators, matrices = snapshot.indicators, snapshot.matrices
     ids: list[int] = indicators["annotators"]
     users = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
@@ -240,9 +285,10 @@ def dashboard_context(
         for a in ids:
             trend_of[a].append(past_kappa.get(a))
     columns = [c for c in COLUMNS if c[0] in values]
+    done = next(values[key] for key in COUNT_KEYS if key in values)
     rows = []
     for k, user_id in enumerate(ids):
-        if not values["items_done"][k]:
+        if not done[k]:
             continue
         # flags the figures left behind before anyone looked at them are history, not news
         own_flags = [
@@ -285,15 +331,28 @@ def dashboard_context(
         alpha=alpha,
         alpha_band=landis_koch_band(np.nan if alpha is None else alpha),
         figures=study_figures,
-        items=list(top_disagreements(question=question)),
+        study_rows=[
+            (label, _fmt(study_figures[key], "{:.2f}"))
+            for key, label in STUDY_FIGURES
+            if key in study_figures
+        ],
+        heatmap_note=HEATMAP_NOTES.get(question.kind, ""),
+        competence=spec.competence,
+        items=list(top_disagreements(question=question)) if spec.item_disagreement else None,
         trends=[
-            {
-                "label": "Krippendorff alpha",
-                "points": sparkline(
-                    [p["indicators"].get("study", {}).get("alpha") for p in history]
-                ),
-                "last": _fmt(alpha, "{:.2f}"),
-            },
+            *(
+                [
+                    {
+                        "label": "Krippendorff alpha",
+                        "points": sparkline(
+                            [p["indicators"].get("study", {}).get("alpha") for p in history]
+                        ),
+                        "last": _fmt(alpha, "{:.2f}"),
+                    }
+                ]
+                if "alpha" in study_figures
+                else []
+            ),
             {
                 "label": "Median kappa with others",
                 "points": sparkline([median_of(p, "kappa") for p in history]),

@@ -26,7 +26,9 @@ from analytics.metrics.dawid_skene import dawid_skene
 from analytics.metrics.krippendorff import alpha_from_coincidences
 from analytics.metrics.model_agreement import mds_embedding
 from analytics.metrics.outliers import agglomerative_order
-from analytics.sufficient_stats import CategoricalStats
+from analytics.metrics.preferences import transitivity_kappa_from_counts
+from analytics.metrics.traces import kappa_sda_from_counts
+from analytics.sufficient_stats import CategoricalStats, ContinuousStats, PairwiseStats
 
 Json = dict[str, Any]
 
@@ -142,6 +144,28 @@ def _mds_map(kappa: NDArray[np.float64]) -> list[list[float] | None] | None:
     return coords
 
 
+def _with_others(
+    kappa: NDArray[np.float64], overlap: NDArray[np.float64], *, min_overlap: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The pair matrix with pairs under ``min_overlap`` blanked (nan) and a diagonal of 1, and
+    each annotator's overlap-weighted mean of their row (nan without a defined pair)."""
+    eye = np.eye(kappa.shape[0], dtype=bool)
+    kappa = kappa.copy()
+    kappa[(overlap < min_overlap) & ~eye] = np.nan
+    kappa[eye] = 1.0
+    weight = np.where(~eye & ~np.isnan(kappa), overlap, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return kappa, (weight * np.nan_to_num(kappa)).sum(axis=1) / weight.sum(axis=1)
+
+
+def _pair_matrices(kappa: NDArray[np.float64], *, with_map: bool) -> Json:
+    """Heatmap order and (with ``with_map``) MDS map of a pair matrix, JSON-ready."""
+    return {
+        "order": agglomerative_order(kappa).tolist() if kappa.shape[0] else [],
+        **({"mds": _mds_map(kappa)} if with_map else {}),
+    }
+
+
 def derive_categorical(
     stats: CategoricalStats,
     *,
@@ -194,13 +218,8 @@ def derive_categorical(
     m, v = stats.confusion.shape[0], stats.confusion.shape[2]
     confusion = stats.confusion
     overlap = confusion.sum(axis=(2, 3))
-    eye = np.eye(m, dtype=bool)
     kappa = np.asarray(kappa_from_confusion(confusion), dtype=float).reshape(m, m)
-    kappa[(overlap < min_overlap) & ~eye] = np.nan
-    kappa[eye] = 1.0
-    weight = np.where(~eye & ~np.isnan(kappa), overlap, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kappa_others = (weight * np.nan_to_num(kappa)).sum(axis=1) / weight.sum(axis=1)
+    kappa, kappa_others = _with_others(kappa, overlap, min_overlap=min_overlap)
 
     others = _off_diagonal(confusion)
     distances = scale.distances()
@@ -254,8 +273,7 @@ def derive_categorical(
         matrices={
             "kappa": _clean(kappa),
             "overlap": [[int(n) for n in row] for row in overlap],
-            "order": agglomerative_order(kappa).tolist() if m else [],
-            **({"mds": _mds_map(kappa)} if with_map else {}),
+            **_pair_matrices(kappa, with_map=with_map),
             "aad_differences": _clean(differences),
             "aad_counts": [[int(n) for n in row] for row in histogram],
         },
@@ -292,4 +310,193 @@ CATEGORICAL_RULES: dict[str, Rule] = {
     "skew": Rule("label skew", z=3.5),
     "retest_kappa": Rule("test-retest kappa", z=-3.5, floor=0.2, evidence="repeats"),
     "ds_competence": Rule("Dawid-Skene competence", z=-3.5),
+}
+
+
+def _ratio(numerator: NDArray[np.float64], denominator: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Elementwise ``numerator / denominator``, nan where the denominator is 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, numerator / denominator, np.nan)
+
+
+def derive_pairwise(
+    stats: PairwiseStats,
+    *,
+    annotators: Sequence[int],
+    strict: bool,
+    min_overlap: int,
+    with_map: bool = True,
+) -> Derived:
+    r"""Indicators of a pairwise-preference question from its sufficient statistics.
+
+    Parameters
+    ----------
+    stats : PairwiseStats
+        Per-annotator counts and the pair-outcome confusion over ``M`` annotators.
+    annotators : sequence of int, length M
+        User ids of the annotator axis.
+    strict : bool
+        Strict preferences (chance level 3/4 instead of 13/27 in transitivity kappa).
+    min_overlap : int
+        Annotator pairs sharing fewer judged pairs get no kappa (nan).
+    with_map : bool
+        Compute the MDS map of the kappa matrix.
+
+    Returns
+    -------
+    Derived
+        Indicators ``judgements``, ``seconds_per_judgement``, ``transitivity_kappa`` (Amidei,
+        over the triplets that test the annotator: see
+        :func:`apps.preferences.selectors.consistency`), ``contradiction_rate`` (audits that
+        contradicted what earlier answers implied), ``pruning_stopped_at`` (judgements after
+        which kappa fell below the floor, ``None`` while pruning), ``kappa`` (overlap-weighted
+        Cohen's kappa with the others on the outcomes of shared pairs), ``agreement`` (share of
+        shared pairs judged the same way); evidence ``triplets``, ``pairs`` and ``audits``;
+        study figure ``pooled_transitivity_kappa`` (summed triplet counts); matrices ``kappa``,
+        ``agreement``, ``overlap``, ``order`` and ``mds``.
+
+    Notes
+    -----
+    With pooled counts :math:`n_T = \sum_k n_{T,k}` and :math:`n_C = \sum_k n_{C,k}`,
+
+    .. math:: K_{pooled} = \frac{n_T / n_C - P(E)}{1 - P(E)}
+    """
+    m = stats.n_annotators
+    confusion = stats.pairs.confusion
+    overlap = confusion.sum(axis=(2, 3))
+    kappa = np.asarray(kappa_from_confusion(confusion), dtype=float).reshape(m, m)
+    kappa, kappa_others = _with_others(kappa, overlap, min_overlap=min_overlap)
+    same = np.trace(confusion, axis1=2, axis2=3)
+    agreement = _ratio(same, overlap)
+    others = ~np.eye(m, dtype=bool)
+    agreement_others = _ratio((same * others).sum(axis=1), (overlap * others).sum(axis=1))
+    transitive, complete = stats.column("n_transitive"), stats.column("n_complete")
+    transitivity = [
+        transitivity_kappa_from_counts(int(t), int(c), strict=strict)
+        for t, c in zip(transitive, complete, strict=True)
+    ]
+    judgements = stats.column("judgements")
+    stopped = stats.column("pruning_stopped_at")
+    return Derived(
+        annotators=list(annotators),
+        indicators={
+            "judgements": _clean(judgements),
+            "seconds_per_judgement": _clean(
+                _ratio(stats.column("time_ms"), stats.column("timed")) / 1000.0
+            ),
+            "transitivity_kappa": _clean(np.array(transitivity, dtype=float)),
+            "contradiction_rate": _clean(
+                _ratio(stats.column("contradictions"), stats.column("audits"))
+            ),
+            "pruning_stopped_at": _clean(np.where(stopped > 0, stopped, np.nan)),
+            "kappa": _clean(kappa_others),
+            "agreement": _clean(agreement_others),
+        },
+        evidence={
+            "triplets": [int(n) for n in complete],
+            "pairs": [int(n) for n in np.diagonal(overlap)],
+            "audits": [int(n) for n in stats.column("audits")],
+        },
+        study={
+            "pooled_transitivity_kappa": _clean(
+                transitivity_kappa_from_counts(
+                    int(transitive.sum()), int(complete.sum()), strict=strict
+                )
+            ),
+            "n_ratings": int(judgements.sum()),
+            "n_annotators": int((judgements > 0).sum()),
+        },
+        matrices={
+            "kappa": _clean(kappa),
+            "agreement": _clean(agreement),
+            "overlap": [[int(n) for n in row] for row in overlap],
+            **_pair_matrices(kappa, with_map=with_map),
+        },
+    )
+
+
+def derive_continuous(
+    stats: ContinuousStats, *, annotators: Sequence[int], with_map: bool = True
+) -> Derived:
+    r"""Indicators of a continuous (trace) question from its sufficient statistics.
+
+    Parameters
+    ----------
+    stats : ContinuousStats
+        Pooled sign-coincidence tables and per-annotator sums over ``M`` annotators.
+    annotators : sequence of int, length M
+        User ids of the annotator axis.
+    with_map : bool
+        Compute the MDS map of the kappa_SDA matrix.
+
+    Returns
+    -------
+    Derived
+        Indicators ``traces_done``, ``kappa`` (kappa_SDA with the others: each pair's tables
+        pooled over the items both traced, then the mean over partners weighted by shared
+        steps), ``kappa_truth`` (mean over gold items of kappa_SDA of the lag-corrected trace
+        against the truth), ``lag`` (mean reaction lag behind the truth, seconds) and
+        ``trend_f1`` (mean F1 of rises and falls against the truth); evidence ``traces`` and
+        ``gold_items``; study figure ``pooled_kappa_sda`` (every pair's tables summed);
+        matrices ``kappa`` (pooled kappa_SDA of each pair), ``overlap`` (shared steps),
+        ``order`` and ``mds``.
+
+    Notes
+    -----
+    With :math:`C_{kl}` the summed sign-coincidence tables of annotators k and l,
+
+    .. math:: \kappa_{kl} = \kappa_{SDA}(C_{kl}), \qquad
+              \kappa_{pooled} = \kappa_{SDA}\Big(\sum_{k \ne l} C_{kl}\Big)
+    """
+    m = stats.n_annotators
+    steps = stats.signs.sum(axis=(2, 3))
+    kappa = np.asarray(kappa_sda_from_counts(stats.signs), dtype=float).reshape(m, m)
+    kappa, kappa_others = _with_others(kappa, steps, min_overlap=1)
+    pooled = kappa_sda_from_counts(_off_diagonal(stats.signs).sum(axis=(0, 1)))
+    traces = stats.column("traces")
+
+    def mean(name: str) -> Any:
+        return _clean(_ratio(stats.column(f"{name}_sum"), stats.column(f"{name}_n")))
+
+    return Derived(
+        annotators=list(annotators),
+        indicators={
+            "traces_done": _clean(traces),
+            "kappa": _clean(kappa_others),
+            "kappa_truth": mean("kappa_truth"),
+            "lag": mean("lag"),
+            "trend_f1": mean("f1"),
+        },
+        evidence={
+            "traces": [int(n) for n in traces],
+            "gold_items": [int(n) for n in stats.column("gold")],
+        },
+        study={
+            "pooled_kappa_sda": _clean(pooled),
+            "n_ratings": int(traces.sum()),
+            "n_annotators": int((traces > 0).sum()),
+        },
+        matrices={
+            "kappa": _clean(kappa),
+            "overlap": [[int(n) for n in row] for row in steps],
+            **_pair_matrices(kappa, with_map=with_map),
+        },
+    )
+
+
+#: Flag rules of pairwise questions. The transitivity floor is the question's ``kappa_floor``
+#: (filled in per question by analytics.quality_kinds); 0.4 is the settings' default.
+PAIRWISE_RULES: dict[str, Rule] = {
+    "transitivity_kappa": Rule("transitivity kappa", z=-3.5, floor=0.4, evidence="triplets"),
+    "kappa": Rule("kappa with others on shared pairs", z=-3.5, evidence="pairs"),
+    "contradiction_rate": Rule("audit contradiction rate", z=3.5, evidence="audits"),
+}
+
+#: Flag rules of continuous questions: kappa_SDA against the truth below 0.2 ("slight"), a
+#: reaction lag above 3 s (about twice the 1.6 s of the shades-of-green study).
+CONTINUOUS_RULES: dict[str, Rule] = {
+    "kappa": Rule("kappa_SDA with others", z=-3.5, evidence="traces"),
+    "kappa_truth": Rule("kappa_SDA vs truth", z=-3.5, floor=0.2, evidence="gold_items"),
+    "lag": Rule("lag behind truth (s)", z=3.5, floor=3.0, evidence="gold_items"),
+    "trend_f1": Rule("trend F1 vs truth", z=-3.5, evidence="gold_items"),
 }

@@ -64,7 +64,8 @@ def _dispatch(question_id: int) -> None:
         quality_process_pending(question_id=question_id)
 
 
-def _state_for_update(question_id: int) -> QualityState:
+def state_for_update(question_id: int) -> QualityState:
+    """The question's state row, created if missing, locked until the transaction ends."""
     state = QualityState.objects.select_for_update().filter(question_id=question_id).first()
     if state is None:
         try:
@@ -133,7 +134,7 @@ _ROW_FIELDS = (
 )
 
 
-def _after_update(question_id: int, **publish_options: Any) -> None:
+def after_update(question_id: int, **publish_options: Any) -> None:
     """Once a new state has committed: publish it, then let registered apps follow."""
     quality_publish(question_id=question_id, **publish_options)
     for hook in AFTER_UPDATE_HOOKS:
@@ -143,7 +144,7 @@ def _after_update(question_id: int, **publish_options: Any) -> None:
 @transaction.atomic
 def quality_process_pending(*, question_id: int) -> int:
     """Apply every pending annotation of a question to its state; return how many."""
-    state = _state_for_update(question_id)
+    state = state_for_update(question_id)
     pending = set(
         Annotation.objects.select_for_update()
         .filter(question_id=question_id, analysis_pending=True)
@@ -187,7 +188,7 @@ def quality_process_pending(*, question_id: int) -> int:
     )
     axes.save(stats, applied=len(pending))
     touched = list(by_item)
-    transaction.on_commit(lambda: _after_update(question_id, item_ids=touched), robust=True)
+    transaction.on_commit(lambda: after_update(question_id, item_ids=touched), robust=True)
     return len(pending)
 
 
@@ -241,7 +242,7 @@ def _stats_from_scratch(question_id: int, axes: _Axes) -> CategoricalStats:
 @transaction.atomic
 def quality_rebuild(*, question_id: int) -> CategoricalStats:
     """Recompute a question's state from scratch (``manage.py rebuild_quality``) and store it."""
-    state = _state_for_update(question_id)
+    state = state_for_update(question_id)
     axes = _Axes(state, question_id)
     stats = _stats_from_scratch(question_id, axes)
     Annotation.objects.filter(question_id=question_id).update(
@@ -249,7 +250,7 @@ def quality_rebuild(*, question_id: int) -> CategoricalStats:
     )
     state.n_applied = 0
     axes.save(stats, applied=Annotation.objects.filter(question_id=question_id).count())
-    transaction.on_commit(lambda: _after_update(question_id, rebuild=True))
+    transaction.on_commit(lambda: after_update(question_id, rebuild=True))
     return stats
 
 

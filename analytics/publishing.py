@@ -20,9 +20,9 @@ Question kinds plug in through :data:`KINDS` (keyed by ``Question.Kind``): a
 :class:`QualityKind` turns a question's :class:`~analytics.models.QualityState` into
 :class:`~analytics.indicators.Derived` figures and names the flag rules that judge them.
 Continuous traces (kappa_SDA with the others and against gold, lag, trend F1) and pairwise
-preferences (transitivity kappa, repeat contradictions) register theirs with
-:func:`register_kind` when their sufficient statistics exist; until then their questions are
-left out of the live dashboard.
+preferences (transitivity kappa, audit contradictions) register theirs in
+:mod:`analytics.quality_kinds` (imported by the app's ``ready()``), which also keeps their
+statistics current.
 """
 
 from __future__ import annotations
@@ -86,6 +86,8 @@ class QualityKind:
     rules: Mapping[str, Rule]
     item_disagreement: bool = True
     competence: bool = True
+    #: the question's own rules when they depend on its settings (else ``rules``)
+    rules_for: Callable[[Question], Mapping[str, Rule]] | None = None
 
 
 KINDS: dict[str, QualityKind] = {}
@@ -197,9 +199,16 @@ def _competence(
 
 def _min_evidence(question: Question) -> dict[str, int]:
     """Per-unit minimum evidence; a question may override it in ``settings["quality"]``."""
+    items = int(_setting("QUALITY_MIN_EVIDENCE", 20))
+    repeats = int(_setting("QUALITY_MIN_REPEATS", 10))
     base = {
-        "items": int(_setting("QUALITY_MIN_EVIDENCE", 20)),
-        "repeats": int(_setting("QUALITY_MIN_REPEATS", 10)),
+        "items": items,
+        "repeats": repeats,
+        "pairs": items,
+        "audits": repeats,
+        "triplets": int(_setting("QUALITY_MIN_TRIPLETS", 10)),
+        "traces": int(_setting("QUALITY_MIN_TRACES", 3)),
+        "gold_items": int(_setting("QUALITY_MIN_GOLD_ITEMS", 1)),
     }
     return {**base, **question.settings.get("quality", {}).get("min_evidence", {})}
 
@@ -208,7 +217,7 @@ def _rules(question: Question, spec: QualityKind) -> dict[str, Rule]:
     """The kind's rules with the question's overrides (``settings["quality"]["rules"]``:
     indicator -> ``{"z": ..., "floor": ...}``)."""
     overrides = question.settings.get("quality", {}).get("rules", {})
-    rules = dict(spec.rules)
+    rules = dict(spec.rules_for(question) if spec.rules_for else spec.rules)
     for key, change in overrides.items():
         if key in rules:
             base = rules[key]

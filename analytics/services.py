@@ -67,7 +67,7 @@ def _rule_hits(
             },
             floors={k: r.floor for k, r in group.items() if r.floor is not None},
             names={k: r.name for k, r in group.items()},
-            evidence_unit=unit,
+            evidence_unit=unit.replace("_", " "),
         )
         for hit in found:
             key = (derived.annotators[hit.annotator], hit.indicator)

@@ -1,4 +1,5 @@
-"""Sufficient statistics of a categorical question, updated item by item.
+"""Sufficient statistics of a question, updated item by item (categorical; pairwise and
+continuous questions below).
 
 Every agreement figure of the dashboard derives from these arrays (with
 :mod:`analytics.metrics`), so one annotation costs an update of the item it touches, not a
@@ -79,9 +80,7 @@ class CategoricalStats:
 
     # --- storage -------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
-        buffer = io.BytesIO()
-        np.savez_compressed(buffer, **{name: getattr(self, name) for name in _ARRAYS})
-        return buffer.getvalue()
+        return _arrays_to_bytes({name: getattr(self, name) for name in _ARRAYS})
 
     @classmethod
     def from_bytes(cls, data: bytes, *, n_annotators: int, n_values: int) -> CategoricalStats:
@@ -96,3 +95,146 @@ class CategoricalStats:
         return all(
             np.allclose(getattr(self, name), getattr(other, name), atol=atol) for name in _ARRAYS
         )
+
+
+def _arrays_to_bytes(arrays: Mapping[str, NDArray[np.float64]]) -> bytes:
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def _grow(array: NDArray[np.float64], shape: tuple[int, ...]) -> NDArray[np.float64]:
+    """``array`` zero-padded to ``shape`` (every axis at least as long as before)."""
+    if any(new < old for new, old in zip(shape, array.shape, strict=True)):
+        raise ValueError("sufficient statistics only grow")
+    bigger = np.zeros(shape)
+    bigger[tuple(slice(0, n) for n in array.shape)] = array
+    return bigger
+
+
+#: Per-annotator columns of :class:`PairwiseStats` (replaced whole when an annotator judges).
+PAIRWISE_COLUMNS = (
+    "judgements",
+    "time_ms",
+    "timed",
+    "n_transitive",
+    "n_complete",
+    "audits",
+    "contradictions",
+    "pruning_stopped_at",  # judgements after which pruning stopped; 0 while pruning
+    "applied",  # sequence of the annotator's last judgement counted in ``pairs``
+)
+
+
+@dataclass
+class PairwiseStats:
+    """Sufficient statistics of a pairwise question.
+
+    ``pairs`` treats every judged pair of items as an "item" whose label is the latest outcome
+    oriented to the smaller item id (codes 0: the larger id preferred, 1: tie, 2: the smaller
+    id preferred): its confusion gives the annotators' agreement on shared pairs.
+    ``per_annotator`` ``(M, len(PAIRWISE_COLUMNS))`` holds the counts of
+    :data:`PAIRWISE_COLUMNS`; an annotator's row depends on their own judgements only.
+    """
+
+    n_annotators: int
+    pairs: CategoricalStats = field(init=False)
+    per_annotator: NDArray[np.float64] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pairs = CategoricalStats(self.n_annotators, 3)
+        self.per_annotator = np.zeros((self.n_annotators, len(PAIRWISE_COLUMNS)))
+
+    def column(self, name: str) -> NDArray[np.float64]:
+        """One column of ``per_annotator`` by name."""
+        return self.per_annotator[:, PAIRWISE_COLUMNS.index(name)]
+
+    def grown(self, *, n_annotators: int) -> PairwiseStats:
+        bigger = PairwiseStats(n_annotators)
+        bigger.pairs = self.pairs.grown(n_annotators=n_annotators, n_values=3)
+        bigger.per_annotator = _grow(self.per_annotator, bigger.per_annotator.shape)
+        return bigger
+
+    def to_bytes(self) -> bytes:
+        arrays = {name: getattr(self.pairs, name) for name in _ARRAYS}
+        return _arrays_to_bytes({**arrays, "per_annotator": self.per_annotator})
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, n_annotators: int) -> PairwiseStats:
+        stats = cls(n_annotators)
+        if data:
+            with np.load(io.BytesIO(bytes(data))) as arrays:
+                for name in _ARRAYS:
+                    setattr(stats.pairs, name, arrays[name])
+                stats.per_annotator = arrays["per_annotator"]
+        return stats
+
+
+#: Per-annotator sums of :class:`ContinuousStats`: traces, and per gold trace the figures of
+#: ``apps.continuous.selectors.item_calibration`` with how many items define each.
+CONTINUOUS_COLUMNS = (
+    "traces",
+    "gold",
+    "lag_sum",
+    "lag_n",
+    "f1_sum",
+    "f1_n",
+    "kappa_truth_sum",
+    "kappa_truth_n",
+)
+
+
+@dataclass
+class ContinuousStats:
+    """Sufficient statistics of a continuous question.
+
+    ``signs`` ``(M, M, 3, 3)``: sign-coincidence tables of every annotator pair, summed over
+    the round-1 items both traced (the diagonal: each annotator's own steps), so pooled
+    kappa_SDA of any pair is :func:`~analytics.metrics.traces.kappa_sda_from_counts`.
+    ``per_annotator`` ``(M, len(CONTINUOUS_COLUMNS))``: sums of :data:`CONTINUOUS_COLUMNS`.
+    An item's contribution is subtracted and added again when one of its traces changes.
+    """
+
+    n_annotators: int
+    signs: NDArray[np.float64] = field(init=False)
+    per_annotator: NDArray[np.float64] = field(init=False)
+
+    def __post_init__(self) -> None:
+        m = self.n_annotators
+        self.signs = np.zeros((m, m, 3, 3))
+        self.per_annotator = np.zeros((m, len(CONTINUOUS_COLUMNS)))
+
+    def column(self, name: str) -> NDArray[np.float64]:
+        """One column of ``per_annotator`` by name."""
+        return self.per_annotator[:, CONTINUOUS_COLUMNS.index(name)]
+
+    def add_item(
+        self,
+        who: NDArray[np.intp],
+        signs: NDArray[np.float64],
+        figures: NDArray[np.float64],
+        *,
+        sign: float = 1.0,
+    ) -> None:
+        """Add (``sign=1``) or remove (``sign=-1``) one item's contribution: the annotators
+        ``who`` (k,), their sign tables ``(k, k, 3, 3)`` and per-annotator sums ``(k, C)``."""
+        self.signs[np.ix_(who, who)] += sign * signs
+        np.add.at(self.per_annotator, who, sign * figures)
+
+    def grown(self, *, n_annotators: int) -> ContinuousStats:
+        bigger = ContinuousStats(n_annotators)
+        bigger.signs = _grow(self.signs, bigger.signs.shape)
+        bigger.per_annotator = _grow(self.per_annotator, bigger.per_annotator.shape)
+        return bigger
+
+    def to_bytes(self) -> bytes:
+        return _arrays_to_bytes({"signs": self.signs, "per_annotator": self.per_annotator})
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, n_annotators: int) -> ContinuousStats:
+        stats = cls(n_annotators)
+        if data:
+            with np.load(io.BytesIO(bytes(data))) as arrays:
+                stats.signs = arrays["signs"]
+                stats.per_annotator = arrays["per_annotator"]
+        return stats

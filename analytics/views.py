@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from analytics.dashboard import dashboard_context, dashboard_questions
+from analytics.dashboard import dashboard_context, dashboard_questions, trace_overlay_context
 from analytics.models import Flag
 from analytics.publishing import quality_publish
 from analytics.services import annotator_exclude, annotator_include, flag_confirm, flag_dismiss
@@ -41,12 +41,16 @@ def _annotators_fragment(request: HttpRequest, study: Study, question: Question 
 
 @login_required
 def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
-    """The quality dashboard of one question (``?question=<id>``, default the first)."""
+    """The quality dashboard of one question (``?question=<id>``, default the first; for a
+    continuous question ``?item=<id>`` chooses the item of the traces card)."""
     study = _managed_study(request, study_id)
     question = _question(study, request.GET.get("question"))
     context = dashboard_context(study=study, question=question)
-    template = "analytics/dashboard.html#live" if request.htmx else "analytics/dashboard.html"
-    return render(request, template, context)
+    if request.htmx:
+        return render(request, "analytics/dashboard.html#live", context)
+    if question is not None and question.kind == Question.Kind.CONTINUOUS:
+        context.update(trace_overlay_context(question=question, item_id=request.GET.get("item")))
+    return render(request, "analytics/dashboard.html", context)
 
 
 @login_required

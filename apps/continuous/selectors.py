@@ -15,6 +15,7 @@ from analytics.metrics.traces import fit_monotonic_cubic, kappa_sda, sda, trend_
 from apps.annotations.models import Annotation, Assignment
 from apps.continuous.config import trace_settings
 from apps.continuous.models import GoldSignal, TraceRecording
+from apps.continuous.plotting import Overlay, overlay
 from apps.items.models import Item
 from apps.studies.models import Question
 
@@ -229,6 +230,38 @@ def calibration_report(*, question: Question) -> list[AnnotatorCalibration]:
             )
         )
     return sorted(report.values(), key=lambda row: row.username)
+
+
+@dataclass(frozen=True)
+class ItemOverlay:
+    """One item's current traces overlaid (with the truth of a gold item), for the
+    ``continuous/traces.html#overlay`` fragment; ``plot`` is None without a known duration."""
+
+    chosen: Item
+    recordings: list[TraceRecording]
+    gold: GoldSignal | None
+    plot: Overlay | None
+
+
+def item_overlay(*, question: Question, item: Item) -> ItemOverlay:
+    """Every annotator's current trace of ``item`` and the item's gold truth, as SVG geometry
+    on the question's scale (the manager's traces page and the quality dashboard)."""
+    settings = trace_settings(question)
+    recordings = list(current_traces(question=question, item=item))
+    gold = gold_signal_for_item(item)
+    duration = stimulus_duration(item)
+    if duration is None and recordings:
+        duration = recordings[0].duration
+    plot = None
+    if duration:
+        plot = overlay(
+            [(r.annotator.get_username(), r.trace()) for r in recordings],
+            rate_hz=settings.analysis_rate_hz,
+            duration=duration,
+            scale=(settings.scale_min, settings.scale_max),
+            truth=truth_at_rate(gold, rate_hz=settings.analysis_rate_hz) if gold else None,
+        )
+    return ItemOverlay(item, recordings, gold, plot)
 
 
 def traceable_assignments(*, annotator: AbstractBaseUser, question: Question) -> QuerySet:

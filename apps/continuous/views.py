@@ -11,16 +11,14 @@ from django.urls import reverse
 
 from apps.annotations.models import Assignment
 from apps.continuous.config import trace_settings
-from apps.continuous.plotting import overlay
 from apps.continuous.selectors import (
     MEDIA_KINDS,
     calibration_report,
-    current_traces,
     gold_signal_for_item,
+    item_overlay,
     next_trace_assignment,
     stimulus_duration,
     trace_progress,
-    truth_at_rate,
 )
 from apps.studies.models import Membership, Question, Study
 from apps.studies.selectors import studies_for_user, study_role
@@ -108,29 +106,16 @@ def traces(request: HttpRequest, study_id: int, question_key: str) -> HttpRespon
     chosen = next(
         (i for i in items if str(i.pk) == request.GET.get("item")), items[0] if items else None
     )
-    recordings = list(current_traces(question=question, item=chosen)) if chosen else []
-    gold = gold_signal_for_item(chosen) if chosen else None
-    duration = stimulus_duration(chosen) if chosen else None
-    if duration is None and recordings:
-        duration = recordings[0].duration
-    plot = None
-    if chosen is not None and duration:
-        plot = overlay(
-            [(r.annotator.get_username(), r.trace()) for r in recordings],
-            rate_hz=settings.analysis_rate_hz,
-            duration=duration,
-            scale=(settings.scale_min, settings.scale_max),
-            truth=truth_at_rate(gold, rate_hz=settings.analysis_rate_hz) if gold else None,
-        )
+    shown = item_overlay(question=question, item=chosen) if chosen else None
     context = {
         "study": question.study,
         "question": question,
         "settings": settings,
         "items": items,
         "chosen": chosen,
-        "gold": gold,
-        "recordings": recordings,
-        "plot": plot,
+        "gold": shown.gold if shown else None,
+        "recordings": shown.recordings if shown else [],
+        "plot": shown.plot if shown else None,
     }
     if request.htmx:
         return render(request, "continuous/traces.html#overlay", context)

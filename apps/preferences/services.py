@@ -21,6 +21,9 @@ When an annotator's ranking is complete the session is marked completed. If the 
 per-item queue questions (a pure pairwise study), the annotator's assignments of the study are
 then marked completed as well, so the progress bars of the other pages count the ranking;
 otherwise the queue questions keep deciding when an assignment is complete.
+
+Once a judgement commits, the annotator's part of the question's live quality statistics is
+updated and the dashboard published (:func:`analytics.quality_kinds.quality_judgements_apply`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from analytics.quality_kinds import quality_judgements_apply
 from apps.annotations.models import Assignment
 from apps.annotations.values import QUEUE_KINDS
 from apps.preferences.models import Judgement, PairSession, clean_pairwise_settings
@@ -223,4 +227,8 @@ def judgement_record(
     if done and session.completed_at is None:
         _mark_completed(session=session)
     session.save(update_fields=["pruning_stopped_at", "completed_at"])
+    transaction.on_commit(
+        lambda: quality_judgements_apply(question_id=question.pk, annotator_id=annotator.pk),
+        robust=True,
+    )
     return judgement, True

@@ -1,4 +1,5 @@
-"""``manage.py rebuild_quality [STUDY_ID ...]``: recompute quality states from scratch."""
+"""``manage.py rebuild_quality [STUDY_ID ...]``: recompute quality states from scratch
+(categorical, pairwise and continuous questions)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from analytics.pipeline import quality_rebuild
+from analytics.quality_kinds import REBUILDERS
 from apps.studies.models import Question, Study
 
 
@@ -24,12 +26,13 @@ class Command(BaseCommand):
             missing = set(study_ids) - set(studies.values_list("pk", flat=True))
             if missing:
                 raise CommandError(f"No study with id {', '.join(map(str, sorted(missing)))}.")
+        rebuilders = {Question.Kind.CATEGORICAL: quality_rebuild, **REBUILDERS}
         questions = Question.objects.filter(
-            study__in=studies, kind=Question.Kind.CATEGORICAL
+            study__in=studies, kind__in=list(rebuilders)
         ).select_related("study")
         for question in questions:
             started = time.perf_counter()
-            quality_rebuild(question_id=question.pk)
+            rebuilders[question.kind](question_id=question.pk)
             self.stdout.write(
                 f"{question.study.name} / {question.key}: rebuilt in "
                 f"{time.perf_counter() - started:.2f} s"
