@@ -28,7 +28,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Value
+from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 
 from analytics.metrics.categorical import pairwise_confusion
@@ -245,7 +245,9 @@ def quality_rebuild(*, question_id: int) -> CategoricalStats:
     state = state_for_update(question_id)
     axes = _Axes(state, question_id)
     stats = _stats_from_scratch(question_id, axes)
-    Annotation.objects.filter(question_id=question_id).update(
+    stale = Q(analysis_pending=True) | ~Q(analysed_revision=F("current_revision"))
+    stale |= Q(analysed_revision__isnull=True, current_revision__isnull=False)
+    Annotation.objects.filter(stale, question_id=question_id).update(
         analysed_revision=F("current_revision"), analysis_pending=False
     )
     state.n_applied = 0
