@@ -8,9 +8,11 @@ annotation at once (a burst becomes one batch), recomputes only the touched item
 (before -> after) and stores the new statistics. Repeated or concurrent wake-ups find nothing
 left to do, so several workers never count an annotation twice.
 
-``settings.QUALITY_UPDATES``: ``"inline"`` (default) processes in the committing process
-right after the commit; ``"worker"`` sends the question id to the ``quality-updates`` channel,
-served by ``manage.py runworker quality-updates`` (any number of them).
+``settings.QUALITY_UPDATES``: ``"inline"`` processes in the committing thread right after the
+commit (deterministic: the tests use it); ``"thread"`` (the served default) hands the question
+to one background thread per process (:mod:`analytics.background`), so requests never wait
+for it and bursts coalesce; ``"worker"`` sends the question id to the ``quality-updates``
+channel, served by ``manage.py runworker quality-updates`` (any number of them).
 
 Once a batch or a rebuild has committed, :func:`analytics.publishing.quality_publish` derives
 the indicators, snapshots and flags them and pushes ``dashboard.update`` (from the worker in
@@ -31,6 +33,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 
+from analytics import background
 from analytics.metrics.categorical import pairwise_confusion
 from analytics.metrics.krippendorff import coincidence_matrix
 from analytics.models import QualityState
@@ -56,10 +59,13 @@ def quality_schedule(*, question_id: int) -> None:
 def _dispatch(question_id: int) -> None:
     if not Question.objects.filter(pk=question_id, kind__in=ANALYSED_KINDS).exists():
         return
-    if getattr(settings, "QUALITY_UPDATES", "inline") == "worker":
+    mode = getattr(settings, "QUALITY_UPDATES", "inline")
+    if mode == "worker":
         async_to_sync(get_channel_layer().send)(
             UPDATE_CHANNEL, {"type": "quality.process", "question_id": question_id}
         )
+    elif mode == "thread":
+        background.enqueue(question_id, lambda qid: quality_process_pending(question_id=qid))
     else:
         quality_process_pending(question_id=question_id)
 

@@ -190,9 +190,11 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# "inline": quality updates run in the committing process; "worker": on channel workers
-# (`manage.py runworker quality-updates`), which production runs beside daphne.
-QUALITY_UPDATES = os.environ.get("QUALITY_UPDATES", "inline")
+# Where quality updates run after a commit: "thread" (default) on one background thread of the
+# web process; "inline" in the committing thread itself (the tests use it: deterministic);
+# "worker" on channel workers (`manage.py runworker quality-updates`) over Redis, which
+# production with several web processes runs beside daphne.
+QUALITY_UPDATES = os.environ.get("QUALITY_UPDATES", "thread")
 # Live quality dashboard (analytics.publishing): a new snapshot row at most every N seconds
 # (the newest row is updated in between); Dawid-Skene refit at most every N seconds (0 = only
 # on rebuild and on demand); evidence needed before a flag; pairs sharing fewer items get no

@@ -6,8 +6,9 @@ A study with one ordered categorical question already holds ``--annotations`` ro
 1. rebuilds the quality state from scratch (``quality_rebuild``, then the publish alone);
 2. times ``quality_process_pending`` for single new annotations (stats update, then the publish:
    indicators + snapshot + flags + push), in process;
-3. serves the site with daphne on 127.0.0.1 (a subprocess; inline processing, or with
-   ``--worker`` a ``runworker quality-updates`` process beside it over Redis), opens the
+3. serves the site with daphne on 127.0.0.1 (a subprocess; ``--mode thread`` (the default:
+   a background thread of the web process), ``inline`` (in the request thread after commit), or
+   ``worker`` (a ``runworker quality-updates`` process beside it over Redis)), opens the
    manager's dashboard websocket and lets ``--annotators`` simulated annotators submit over the
    REST API (``POST /api/annotations/``, token auth) with think times; the latency of a submit
    is the time until the first pushed dashboard whose row for that annotator shows the new item
@@ -361,14 +362,17 @@ def main() -> None:
     parser.add_argument("--think", type=float, default=3.0, help="mean seconds between submits")
     parser.add_argument("--timeout", type=float, default=15.0)
     parser.add_argument(
-        "--worker",
-        action="store_true",
-        help="process on a `runworker quality-updates` process (needs REDIS_URL), as production",
+        "--mode",
+        choices=["thread", "inline", "worker"],
+        default="thread",
+        help="QUALITY_UPDATES of the server; worker = a `runworker quality-updates` process "
+        "beside daphne (needs REDIS_URL), as production",
     )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    args.worker = args.mode == "worker"
     if args.worker and not os.environ.get("REDIS_URL"):
-        parser.error("--worker needs REDIS_URL (the in-memory layer does not cross processes)")
+        parser.error("--mode worker needs REDIS_URL (the in-memory layer does not cross processes)")
     if args.quick:
         args.annotations, args.annotators, args.submits, args.think = 20_000, 10, 4, 0.5
 
@@ -401,7 +405,7 @@ def main() -> None:
     results: dict[str, Any] = {
         "annotations": args.annotations,
         "annotators": args.annotators,
-        "mode": "worker" if args.worker else "inline",
+        "mode": args.mode,
     }
 
     results.update(_time_rebuild(question.pk))
@@ -441,7 +445,7 @@ def main() -> None:
             }
         )
     port = _free_port()
-    mode = "worker" if args.worker else "inline"
+    mode = args.mode
     env = {**os.environ, "QUALITY_UPDATES": mode, "ALLOWED_HOSTS": "127.0.0.1"}
     log = (tmp / "server.log").open("w")
     daphne = str(Path(sys.executable).parent / "daphne")

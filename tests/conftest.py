@@ -50,3 +50,10 @@ def is_postgres() -> bool:
 def _fast_password_hashing(settings):
     """PBKDF2 costs ~0.3 s a user; tests use a fast hasher (production keeps Django's default)."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _quality_updates_inline(settings):
+    """Quality updates run in the committing thread, so a test sees them when it asserts
+    (the background-thread mode has its own tests)."""
+    settings.QUALITY_UPDATES = "inline"

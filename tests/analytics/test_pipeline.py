@@ -86,3 +86,27 @@ def test_state_kappa_matches_the_metric_on_current_labels():
     np.testing.assert_allclose(
         kappa_from_confusion(stats.confusion), pairwise_kappa(ratings), equal_nan=True
     )
+
+
+@pytest.mark.postgres  # SQLite's in-memory test database locks tables across threads at once
+@pytest.mark.django_db(transaction=True)
+def test_thread_mode_brings_the_state_up_to_date_off_the_request_thread(settings):
+    from analytics import background
+
+    settings.QUALITY_UPDATES = "thread"
+    study, annotators = running_study(n_items=4, n_annotators=2)
+    question = study.questions.get()
+    for user in annotators:
+        for assignment in Assignment.objects.filter(annotator=user):
+            annotations_submit(
+                annotator=user,
+                assignment=assignment,
+                answers={question: "neutral"},
+                idempotency_key=uuid.uuid4(),
+            )
+    assert background.idle(timeout=30)
+    assert not Annotation.objects.filter(analysis_pending=True).exists()
+    _, incremental = quality_stats(question_id=question.pk)
+    _, fresh = quality_stats(question_id=question.pk, fresh=True)
+    assert incremental.equals(fresh)
+    assert incremental.confusion.sum() == 16  # 2 x 2 annotator pairs (diagonal too) x 4 items

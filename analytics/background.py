@@ -1,0 +1,64 @@
+"""The embedded quality worker: one background thread per web process (``QUALITY_UPDATES=thread``).
+
+Under daphne every synchronous view runs on one shared thread, so an update processed inline
+after each commit makes the next request wait for it. Here the commit only records the question
+id and wakes a daemon thread. The thread takes every question waiting at that moment and brings
+each up to date, so a burst of submissions costs one pass, not one per submission. It needs no
+extra process and no Redis, which suits the SQLite default. Several processes need the
+``worker`` mode instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from django.db import close_old_connections, connection
+
+logger = logging.getLogger(__name__)
+
+_waiting: set[int] = set()
+_busy = threading.Event()
+_wake = threading.Condition()
+_thread: threading.Thread | None = None
+
+
+def enqueue(question_id: int, process: Callable[[int], object]) -> None:
+    """Note that ``question_id`` has pending work; ``process`` will be called for it soon."""
+    global _thread
+    with _wake:
+        _waiting.add(question_id)
+        if _thread is None or not _thread.is_alive():
+            _thread = threading.Thread(
+                target=_serve, args=(process,), name="quality-updates", daemon=True
+            )
+            _thread.start()
+        _wake.notify()
+
+
+def idle(timeout: float = 10.0) -> bool:
+    """Wait until nothing is waiting or being processed (tests); ``False`` on time-out."""
+    with _wake:
+        return _wake.wait_for(lambda: not _waiting and not _busy.is_set(), timeout=timeout)
+
+
+def _serve(process: Callable[[int], object]) -> None:
+    while True:
+        with _wake:
+            _wake.wait_for(lambda: bool(_waiting))
+            batch = sorted(_waiting)
+            _waiting.clear()
+            _busy.set()
+        try:
+            for question_id in batch:
+                close_old_connections()
+                try:
+                    process(question_id)
+                except Exception:  # one failing question must not stop the others
+                    logger.exception("quality update of question %s failed", question_id)
+        finally:
+            connection.close()
+            with _wake:
+                _busy.clear()
+                _wake.notify_all()
