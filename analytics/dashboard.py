@@ -143,12 +143,22 @@ class Row:
     trend: str = ""
 
 
-def _heatmap(kappa: list[list[float | None]], order: list[int], names: list[str]) -> dict:
-    m = len(order)
-    cell = HEATMAP_SIZE / max(m, 1)
-    show_text = cell >= 30
+def heatmap_layout(
+    matrix: list[list[float | None]],
+    *,
+    names: list[str],
+    order: list[int],
+    what: str = "kappa",
+    size: float = HEATMAP_SIZE,
+) -> dict[str, Any]:
+    """Cells, row labels and legend of an annotator x annotator heatmap in ``order``.
+
+    Values print inside the cells when a cell is at least 30 px wide; every cell has a tooltip
+    naming the pair and ``what`` the value measures. The legend spans 0 to 1 (cividis).
+    """
+    cell = size / max(len(order), 1)
     pairs = [(i, a, j, b) for i, a in enumerate(order) for j, b in enumerate(order)]
-    fills = colours([kappa[a][b] for _, a, _, b in pairs])
+    values = [matrix[a][b] for _, a, _, b in pairs]
     cells = [
         {
             "x": _px(j * cell),
@@ -157,19 +167,20 @@ def _heatmap(kappa: list[list[float | None]], order: list[int], names: list[str]
             "tx": _px((j + 0.5) * cell),
             "ty": _px((i + 0.5) * cell),
             "fill": fill,
-            "ink": _ink(kappa[a][b]),
-            "text": _fmt(kappa[a][b], "{:.2f}") if show_text else "",
-            "title": f"{names[a]} × {names[b]}: kappa {_fmt(kappa[a][b], '{:.2f}')}",
+            "ink": _ink(value),
+            "text": _fmt(value, "{:.2f}") if cell >= 30 else "",
+            "title": f"{names[a]} × {names[b]}: {what} {_fmt(value, '{:.2f}')}",
         }
-        for (i, a, j, b), fill in zip(pairs, fills, strict=True)
+        for (i, a, j, b), value, fill in zip(pairs, values, colours(values), strict=True)
     ]
     labels = [{"pos": _px((i + 0.5) * cell), "name": names[a]} for i, a in enumerate(order)]
     ticks = np.linspace(0, 1, 6)
+    step = size / 12
     legend = [
-        {"x": i * 40.0, "fill": fill, "label": f"{t:.1f}"}
+        {"x": _px(i * step), "fill": fill, "label": f"{t:.1f}"}
         for i, (t, fill) in enumerate(zip(ticks, colours(ticks.tolist()), strict=True))
     ]
-    return {"cells": cells, "labels": labels, "size": HEATMAP_SIZE, "legend": legend}
+    return {"cells": cells, "labels": labels, "size": size, "legend": legend}
 
 
 def _map(mds: list[list[float] | None] | None, names: list[str], flagged: set[int]) -> dict | None:
@@ -375,7 +386,7 @@ def dashboard_context(
     )
     if plots:
         context.update(
-            heatmap=_heatmap(matrices["kappa"], matrices["order"], names),
+            heatmap=heatmap_layout(matrices["kappa"], names=names, order=matrices["order"]),
             map=_map(matrices.get("mds"), names, flagged_idx),
             histograms=_histograms(matrices, names),
         )

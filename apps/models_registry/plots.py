@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from analytics.dashboard import colours
+from analytics.dashboard import heatmap_layout
 from analytics.metrics import agglomerative_order
 
 HEATMAP_SIZE = 360.0
@@ -37,10 +37,6 @@ def _px(value: float) -> str:
     return f"{value:.1f}"
 
 
-def _fmt(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
-
-
 def heatmap_order(matrix: list[list[float | None]]) -> list[int]:
     """Cluster order of a (JSON) similarity matrix: similar annotators side by side."""
     arr = np.array([[np.nan if v is None else v for v in row] for row in matrix], dtype=float)
@@ -51,31 +47,7 @@ def heatmap(
     matrix: list[list[float | None]], *, names: list[str], order: list[int], what: str
 ) -> dict[str, Any]:
     """Cells, labels and legend of one heatmap (``what`` names the measure in tooltips)."""
-    m = len(order)
-    cell = HEATMAP_SIZE / max(m, 1)
-    pairs = [(i, a, j, b) for i, a in enumerate(order) for j, b in enumerate(order)]
-    values = [matrix[a][b] for _, a, _, b in pairs]
-    cells = [
-        {
-            "x": _px(j * cell),
-            "y": _px(i * cell),
-            "size": _px(cell),
-            "tx": _px((j + 0.5) * cell),
-            "ty": _px((i + 0.5) * cell),
-            "fill": fill,
-            "ink": "#1b1f24" if value is None or value >= 0.55 else "#ffffff",
-            "text": _fmt(value) if cell >= 34 else "",
-            "title": f"{names[a]} × {names[b]}: {what} {_fmt(value)}",
-        }
-        for (i, a, j, b), value, fill in zip(pairs, values, colours(values), strict=True)
-    ]
-    labels = [{"pos": _px((i + 0.5) * cell), "name": names[a]} for i, a in enumerate(order)]
-    ticks = np.linspace(0, 1, 6)
-    legend = [
-        {"x": _px(i * 36.0), "fill": fill, "label": f"{t:.1f}"}
-        for i, (t, fill) in enumerate(zip(ticks, colours(ticks.tolist()), strict=True))
-    ]
-    return {"cells": cells, "labels": labels, "size": HEATMAP_SIZE, "legend": legend}
+    return heatmap_layout(matrix, names=names, order=order, what=what, size=HEATMAP_SIZE)
 
 
 def annotator_styles(n: int) -> list[dict[str, str]]:
