@@ -14,6 +14,7 @@ from analytics.dashboard import dashboard_context, dashboard_questions, trace_ov
 from analytics.models import Flag
 from analytics.publishing import quality_publish
 from analytics.services import annotator_exclude, annotator_include, flag_confirm, flag_dismiss
+from apps.models_registry.selectors import leaderboard
 from apps.studies.models import Question, Study
 from apps.studies.selectors import studies_managed_by
 
@@ -50,6 +51,8 @@ def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
         return render(request, "analytics/dashboard.html#live", context)
     if question is not None and question.kind == Question.Kind.CONTINUOUS:
         context.update(trace_overlay_context(question=question, item_id=request.GET.get("item")))
+    if question is not None and question.kind != Question.Kind.PAIRWISE:
+        context["model_board"] = leaderboard(question=question, limit=5)
     return render(request, "analytics/dashboard.html", context)
 
 

@@ -86,3 +86,13 @@ def test_trace_run_page_shows_kappa_sda_and_pearson(client):
     assert "Mean accuracy" not in page
     board = client.get(reverse("models_registry:leaderboard", args=[tsim.study.pk, "arousal"]))
     assert "tracer 1" in board.content.decode()
+
+
+def test_the_quality_dashboard_shows_the_questions_model_runs(client, sim, register):
+    run = register("oracle", sim.ratings)
+    client.force_login(sim.study.created_by)
+    html = client.get(
+        reverse("analytics:dashboard", args=[sim.study.pk]), {"question": sim.question.pk}
+    ).content.decode()
+    assert f"model-leaderboard-{sim.question.pk}" in html
+    assert reverse("models_registry:run", args=[sim.study.pk, run.pk]) in html
