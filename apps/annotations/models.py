@@ -56,15 +56,8 @@ class Annotation(models.Model):
     )
     # The revision the live quality state reflects, and whether a newer one awaits analysis:
     # an outbox inside the row, written in the submit transaction, so no update is ever lost.
-    # Never looked up by (joins go through the revision's primary key), so not indexed: a
-    # rebuild realigns it on every row of a question, and an index made that 8x slower.
     analysed_revision = models.ForeignKey(
-        "Revision",
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-        db_index=False,
+        "Revision", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     analysis_pending = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
