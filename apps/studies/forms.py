@@ -147,22 +147,49 @@ def labels_to_text(labels: Iterable[Label]) -> str:
 
 
 class QuestionForm(ServiceFormMixin, forms.ModelForm):
-    """A categorical question and its labels, typed one label per line."""
+    """A question: categorical ones with their labels, typed one label per line; continuous and
+    pairwise ones with their settings (JSON, checked by the kind's own validator)."""
 
     row_names = {"labels": "Label"}
 
     labels = forms.CharField(
+        required=False,
         widget=forms.Textarea(attrs={"rows": 7, "spellcheck": "false", "class": "mono"}),
-        help_text="One label per line: key | Name | shortcut | valence | arousal. Only the key "
-        "is required; valence and arousal (from -1 to 1) go together. Lines are shown in this "
-        "order, from low to high on an ordered scale.",
+        help_text="Categorical questions: one label per line: key | Name | shortcut | valence | "
+        "arousal. Only the key is required; valence and arousal (from -1 to 1) go together. "
+        "Lines are shown in this order, from low to high on an ordered scale.",
+    )
+    kind = forms.ChoiceField(
+        choices=Question.Kind.choices, required=False, initial=Question.Kind.CATEGORICAL
+    )
+    settings = forms.JSONField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "mono"}),
+        help_text="Continuous and pairwise questions: their settings as a JSON object, e.g. "
+        '{"allow_seek": true} or {"strict": true, "kappa_floor": 0.5}; empty = the defaults.',
     )
 
     class Meta:
         model = Question
-        fields = ("key", "prompt", "ordered")
-        labels = {"ordered": "Ordered scale"}
+        fields = ("key", "prompt", "kind", "ordered", "settings")
+        labels = {"ordered": "Ordered scale (categorical)"}
         widgets = {"prompt": forms.TextInput(attrs={"size": 60})}
+
+    def clean(self) -> dict[str, Any]:
+        """Labels belong to categorical questions, settings to the other kinds."""
+        data = super().clean()
+        kind = data["kind"] = data.get("kind") or Question.Kind.CATEGORICAL
+        if kind == Question.Kind.CATEGORICAL:
+            if not data.get("labels") and "labels" not in self.errors:
+                self.add_error("labels", "A categorical question needs at least two labels.")
+            if data.get("settings"):
+                self.add_error("settings", "Categorical questions take no settings.")
+            data["settings"] = {}
+        elif data.get("labels"):
+            self.add_error("labels", "Only categorical questions have labels.")
+        if data.get("settings") is None:
+            data["settings"] = {}
+        return data
 
     def clean_labels(self) -> list[dict[str, Any]]:
         """Parse the label lines; report every bad line, repeated key or shortcut at once."""

@@ -21,7 +21,7 @@ from apps.studies.forms import (
     posted,
 )
 from apps.studies.markdown import render_markdown
-from apps.studies.models import Question, Study
+from apps.studies.models import Study
 from apps.studies.selectors import (
     can_create_studies,
     studies_managed_by,
@@ -130,7 +130,7 @@ def study_edit(request: HttpRequest, study_id: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def question_new(request: HttpRequest, study_id: int) -> HttpResponse:
-    """Add a categorical question with its labels."""
+    """Add a question: categorical with its labels, or continuous / pairwise with settings."""
     study = _managed_study(request, study_id)
     form = QuestionForm(posted(request))
     if form.is_valid() and form.apply(question_create, study=study, **form.cleaned_data):
@@ -143,14 +143,14 @@ def question_new(request: HttpRequest, study_id: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def question_edit(request: HttpRequest, study_id: int, question_id: int) -> HttpResponse:
-    """Edit a categorical question; labels are kept by key, so answers keep their meaning."""
+    """Edit a question; labels are kept by key, so answers keep their meaning. The kind is
+    fixed once the question exists."""
     study = _managed_study(request, study_id)
-    question = get_object_or_404(
-        study.questions.prefetch_related("labels"), pk=question_id, kind=Question.Kind.CATEGORICAL
-    )
+    question = get_object_or_404(study.questions.prefetch_related("labels"), pk=question_id)
     initial = model_to_dict(question, fields=QuestionForm.Meta.fields)
     initial["labels"] = labels_to_text(question.labels.all())
     form = QuestionForm(posted(request), initial=initial)
+    form.fields["kind"].disabled = True
     if form.is_valid() and form.apply(question_update, question=question, **form.cleaned_data):
         messages.success(request, "Question saved.")
         return redirect("studies:overview", study.pk)

@@ -304,3 +304,51 @@ def test_server_error_page_renders_without_a_request():
     html = render_to_string("500.html")
     assert "Something went wrong" in html
     assert "studio.css" in html
+
+
+def test_add_pairwise_and_continuous_questions_with_settings(client, manager):
+    study = StudyFactory(created_by=manager)
+    client.force_login(manager)
+    url = reverse("studies:question_create", args=[study.pk])
+    data = {"key": "fluency", "prompt": "Which reads better?", "kind": "pairwise"}
+    assert client.post(url, {**data, "settings": '{"strict": true}'}).status_code == 302
+    pairwise = study.questions.get(key="fluency")
+    assert pairwise.settings["strict"] is True
+    assert pairwise.settings["calibration_triplets"] == 10  # defaults filled in
+    data = {"key": "arousal", "prompt": "How aroused?", "kind": "continuous", "settings": ""}
+    assert client.post(url, data).status_code == 302
+    assert study.questions.get(key="arousal").settings["recording_rate_hz"] == 10.0
+
+
+def test_bad_settings_and_misplaced_labels_are_refused_on_the_form(client, manager):
+    study = StudyFactory(created_by=manager)
+    client.force_login(manager)
+    url = reverse("studies:question_create", args=[study.pk])
+    data = {"key": "q", "prompt": "?", "kind": "pairwise", "settings": '{"strictly": 1}'}
+    response = client.post(url, data)
+    assert response.status_code == 422
+    assert "Unknown pairwise settings: strictly" in response.content.decode()
+    data = {"key": "q", "prompt": "?", "kind": "continuous", "labels": "a | A\nb | B"}
+    assert "Only categorical questions have labels" in client.post(url, data).content.decode()
+    data = {"key": "q", "prompt": "?", "labels": "a | A\nb | B", "settings": '{"x": 1}'}
+    assert "take no settings" in client.post(url, data).content.decode()
+    assert not study.questions.exists()
+
+
+def test_editing_keeps_the_kind_and_updates_settings(client, manager):
+    study = StudyFactory(created_by=manager)
+    client.force_login(manager)
+    create = reverse("studies:question_create", args=[study.pk])
+    client.post(create, {"key": "fluency", "prompt": "?", "kind": "pairwise"})
+    question = study.questions.get()
+    url = reverse("studies:question_edit", args=[study.pk, question.pk])
+    data = {
+        "key": "fluency",
+        "prompt": "Better?",
+        "kind": "categorical",
+        "settings": '{"audit_rate": 0.2}',
+    }
+    assert client.post(url, data).status_code == 302
+    question.refresh_from_db()
+    assert question.kind == "pairwise"
+    assert question.settings["audit_rate"] == 0.2
