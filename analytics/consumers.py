@@ -27,7 +27,7 @@ from django.template.loader import render_to_string
 
 from analytics.dashboard import dashboard_context, dashboard_questions
 from analytics.events import study_group
-from analytics.pipeline import quality_process_pending
+from analytics.pipeline import quality_process
 from analytics.selectors import is_study_manager
 from apps.studies.models import Study
 
@@ -35,7 +35,7 @@ from apps.studies.models import Study
 class QualityWorker(SyncConsumer):
     def quality_process(self, message: dict[str, Any]) -> None:
         close_old_connections()
-        quality_process_pending(question_id=int(message["question_id"]))
+        quality_process(question_id=int(message["question_id"]))
 
 
 def _render_live(user: Any, study_id: int, question_id: int | None, *, plots: bool) -> str | None:

@@ -46,9 +46,10 @@ UPDATE_CHANNEL = "quality-updates"
 # Called with a question id after its quality state has changed and been published; apps that
 # derive figures from a question's answers (the model registry) register here in ready().
 AFTER_UPDATE_HOOKS: list[Callable[[int], None]] = []
-# Question kinds with a live quality state; answers of other kinds keep their outbox flag
-# (``analysis_pending``) until their kind's analysis exists.
-ANALYSED_KINDS = frozenset({Question.Kind.CATEGORICAL})
+# How each question kind applies its pending annotations to its state (``question_id=`` ->
+# number applied). Categorical is below; continuous registers in analytics.quality_kinds.
+# Answers of a kind without a processor keep their outbox flag (``analysis_pending``).
+PROCESSORS: dict[str, Callable[..., int]] = {}
 
 
 def quality_schedule(*, question_id: int) -> None:
@@ -57,7 +58,7 @@ def quality_schedule(*, question_id: int) -> None:
 
 
 def _dispatch(question_id: int) -> None:
-    if not Question.objects.filter(pk=question_id, kind__in=ANALYSED_KINDS).exists():
+    if not Question.objects.filter(pk=question_id, kind__in=PROCESSORS).exists():
         return
     mode = getattr(settings, "QUALITY_UPDATES", "inline")
     if mode == "worker":
@@ -65,9 +66,16 @@ def _dispatch(question_id: int) -> None:
             UPDATE_CHANNEL, {"type": "quality.process", "question_id": question_id}
         )
     elif mode == "thread":
-        background.enqueue(question_id, lambda qid: quality_process_pending(question_id=qid))
+        background.enqueue(question_id, lambda qid: quality_process(question_id=qid))
     else:
-        quality_process_pending(question_id=question_id)
+        quality_process(question_id=question_id)
+
+
+def quality_process(*, question_id: int) -> int:
+    """Apply the question's pending annotations with its kind's processor; return how many."""
+    kind = Question.objects.filter(pk=question_id).values_list("kind", flat=True).first()
+    processor = PROCESSORS.get(kind)
+    return processor(question_id=question_id) if processor else 0
 
 
 def state_for_update(question_id: int) -> QualityState:
@@ -196,6 +204,9 @@ def quality_process_pending(*, question_id: int) -> int:
     touched = list(by_item)
     transaction.on_commit(lambda: after_update(question_id, item_ids=touched), robust=True)
     return len(pending)
+
+
+PROCESSORS[Question.Kind.CATEGORICAL] = quality_process_pending
 
 
 def _stats_from_scratch(question_id: int, axes: _Axes) -> CategoricalStats:

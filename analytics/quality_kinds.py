@@ -31,7 +31,7 @@ from dataclasses import replace
 import numpy as np
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Max, Q
 from numpy.typing import NDArray
 
 from analytics.indicators import (
@@ -46,7 +46,7 @@ from analytics.metrics.categorical import pairwise_confusion
 from analytics.metrics.krippendorff import coincidence_matrix
 from analytics.metrics.traces import sign_coincidence_matrix
 from analytics.models import QualityState
-from analytics.pipeline import after_update, state_for_update
+from analytics.pipeline import PROCESSORS, after_update, state_for_update
 from analytics.publishing import QualityKind, register_kind
 from analytics.sufficient_stats import (
     CONTINUOUS_COLUMNS,
@@ -189,6 +189,31 @@ def quality_judgements_apply(*, question_id: int, annotator_id: int) -> None:
     state.n_applied += len(touched)
     state.save()
     _publish_after_commit(question_id)
+
+
+def quality_judgements_process(*, question_id: int) -> int:
+    """Apply every annotator of a pairwise question whose judgements the state lags behind
+    (the pipeline's processor for this kind); returns how many annotators were updated.
+
+    The state keeps, per annotator, the last judgement sequence applied, so this needs no
+    outbox flag: a repeated or concurrent call finds nothing more to do.
+    """
+    latest = dict(
+        Judgement.objects.filter(question_id=question_id)
+        .values("annotator_id")
+        .annotate(last=Max("sequence"))
+        .values_list("annotator_id", "last")
+    )
+    state = QualityState.objects.filter(question_id=question_id).first()
+    applied: dict[int, int] = {}
+    if state is not None and state.annotator_ids:
+        stats = PairwiseStats.from_bytes(state.stats, n_annotators=len(state.annotator_ids))
+        column = stats.column("applied")
+        applied = {a: int(column[k]) for k, a in enumerate(state.annotator_ids)}
+    behind = [a for a, last in latest.items() if last > applied.get(a, 0)]
+    for annotator_id in behind:
+        quality_judgements_apply(question_id=question_id, annotator_id=annotator_id)
+    return len(behind)
 
 
 @transaction.atomic
@@ -391,6 +416,8 @@ register_kind(
         competence=False,
     ),
 )
+PROCESSORS[Question.Kind.PAIRWISE] = quality_judgements_process
+PROCESSORS[Question.Kind.CONTINUOUS] = quality_traces_process
 register_kind(
     Question.Kind.CONTINUOUS,
     QualityKind(

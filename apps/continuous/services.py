@@ -8,8 +8,8 @@ Upload path: ``trace_chunk_store`` validates one chunk and stores it whole or no
 ``(recording, sequence)`` makes a retried chunk harmless. ``trace_finish`` merges the chunks,
 resamples them to the analysis rate (``analytics.metrics.resample``), stores the result and
 appends it as a revision of the annotation, through the same submit path as every answer;
-after the commit the question's live quality statistics take the trace in and the dashboard is
-published (:func:`analytics.quality_kinds.quality_traces_process`).
+the live pipeline then takes the trace into the question's quality statistics after the commit
+(:func:`analytics.quality_kinds.quality_traces_process`, where ``QUALITY_UPDATES`` says).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from analytics.metrics.resample import merge_segments, resample_hold
-from analytics.quality_kinds import quality_traces_process
 from apps.annotations.models import Assignment, Revision
 from apps.annotations.services import annotations_submit, assignment_check_annotator
 from apps.continuous.config import trace_settings
@@ -282,6 +281,4 @@ def trace_finish(
         time_spent_ms=time_spent_ms,
         source=source,
     )
-    question_id = recording.question_id
-    transaction.on_commit(lambda: quality_traces_process(question_id=question_id), robust=True)
     return revision

@@ -23,7 +23,8 @@ then marked completed as well, so the progress bars of the other pages count the
 otherwise the queue questions keep deciding when an assignment is complete.
 
 Once a judgement commits, the annotator's part of the question's live quality statistics is
-updated and the dashboard published (:func:`analytics.quality_kinds.quality_judgements_apply`).
+updated and the dashboard published, where ``QUALITY_UPDATES`` says
+(:func:`analytics.quality_kinds.quality_judgements_process`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from analytics.quality_kinds import quality_judgements_apply
+from analytics.pipeline import quality_schedule
 from apps.annotations.models import Assignment
 from apps.annotations.values import QUEUE_KINDS
 from apps.preferences.models import Judgement, PairSession, clean_pairwise_settings
@@ -227,8 +228,5 @@ def judgement_record(
     if done and session.completed_at is None:
         _mark_completed(session=session)
     session.save(update_fields=["pruning_stopped_at", "completed_at"])
-    transaction.on_commit(
-        lambda: quality_judgements_apply(question_id=question.pk, annotator_id=annotator.pk),
-        robust=True,
-    )
+    quality_schedule(question_id=question.pk)
     return judgement, True
