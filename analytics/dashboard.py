@@ -7,6 +7,7 @@ the templates; this module only computes numbers (positions, sizes, colours).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -205,18 +206,29 @@ def _map(mds: list[list[float] | None] | None, names: list[str], flagged: set[in
     return {"points": points, "size": MAP_SIZE}
 
 
+MAX_HISTOGRAM_BARS = 6
+
+
 def _histograms(matrices: dict, names: list[str]) -> dict | None:
     """Per annotator: share of shared items at each AAD difference from the others."""
     differences = matrices.get("aad_differences") or []
     counts = np.array(matrices.get("aad_counts") or [], dtype=float)
     if counts.size == 0 or not differences:
         return None
+    names_of_bins = [f"{d:g}" for d in differences]  # tooltips
+    tick_labels = list(names_of_bins)
+    if len(differences) > MAX_HISTOGRAM_BARS:  # label coordinates give many distinct distances
+        edges = np.linspace(0.0, max(differences), MAX_HISTOGRAM_BARS + 1)
+        which = np.searchsorted(edges, differences, side="right") - 1
+        counts = counts @ np.eye(MAX_HISTOGRAM_BARS)[np.clip(which, 0, MAX_HISTOGRAM_BARS - 1)]
+        names_of_bins = [f"{lo:.2g} to {hi:.2g}" for lo, hi in itertools.pairwise(edges)]
+        tick_labels = [f"{lo:.1f}" if j % 2 == 0 else "" for j, lo in enumerate(edges[:-1])]
     totals = counts.sum(axis=1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         shares = np.where(totals > 0, counts / totals, 0.0)
     pooled = counts.sum(axis=0) / max(counts.sum(), 1.0)
     width, height = 150.0, 60.0
-    bar = width / len(differences)
+    bar = width / len(names_of_bins)
     charts = []
     for k in np.flatnonzero(totals[:, 0] > 0):
         bars = [
@@ -227,12 +239,12 @@ def _histograms(matrices: dict, names: list[str]) -> dict | None:
                 "h": _px(shares[k, j] * height),
                 "y": _px(height - shares[k, j] * height),
                 "ref": _px(height - pooled[j] * height),
-                "title": f"AAD {differences[j]:.2f}: {shares[k, j]:.0%} of shared items",
+                "title": f"AAD {names_of_bins[j]}: {shares[k, j]:.0%} of shared items",
             }
-            for j in range(len(differences))
+            for j in range(len(names_of_bins))
         ]
         charts.append({"name": names[k], "bars": bars, "n": int(totals[k, 0])})
-    ticks = [{"x": _px((j + 0.5) * bar), "label": f"{d:g}"} for j, d in enumerate(differences)]
+    ticks = [{"x": _px((j + 0.5) * bar), "label": label} for j, label in enumerate(tick_labels)]
     return {"charts": charts, "ticks": ticks, "width": width, "height": height, "bar": bar}
 
 

@@ -146,6 +146,13 @@ def labels_to_text(labels: Iterable[Label]) -> str:
     return "\n".join(lines)
 
 
+class _SettingsField(forms.JSONField):
+    """A JSON object field that shows "no settings" as an empty box, not ``null`` or ``{}``."""
+
+    def prepare_value(self, value: Any) -> Any:
+        return "" if value in (None, {}, "null") else super().prepare_value(value)
+
+
 class QuestionForm(ServiceFormMixin, forms.ModelForm):
     """A question: categorical ones with their labels, typed one label per line; continuous and
     pairwise ones with their settings (JSON, checked by the kind's own validator)."""
@@ -162,7 +169,7 @@ class QuestionForm(ServiceFormMixin, forms.ModelForm):
     kind = forms.ChoiceField(
         choices=Question.Kind.choices, required=False, initial=Question.Kind.CATEGORICAL
     )
-    settings = forms.JSONField(
+    settings = _SettingsField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "mono"}),
         help_text="Continuous and pairwise questions: their settings as a JSON object, e.g. "

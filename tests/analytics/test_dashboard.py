@@ -295,3 +295,17 @@ def test_top_disagreements_match_the_metric_on_every_item(monkeypatch):
     expected = aad_rmse_per_item(ratings)
     top = list(top_disagreements(question=question, limit=3))
     np.testing.assert_allclose([row.aad_rmse for row in top], np.sort(expected)[::-1][:3])
+
+
+def test_histograms_bin_many_distinct_distances_and_keep_every_count():
+    from analytics.dashboard import MAX_HISTOGRAM_BARS, _histograms
+
+    differences = [round(0.1 * k, 1) for k in range(20)]  # e.g. valence/arousal distances
+    counts = [[1] * 20, [0] * 19 + [4]]
+    plot = _histograms({"aad_differences": differences, "aad_counts": counts}, ["a", "b"])
+    assert len(plot["ticks"]) == MAX_HISTOGRAM_BARS
+    assert all(len(chart["bars"]) == MAX_HISTOGRAM_BARS for chart in plot["charts"])
+    assert plot["charts"][1]["n"] == 4
+    assert plot["charts"][1]["bars"][-1]["title"].endswith("100% of shared items")
+    few = _histograms({"aad_differences": [0.0, 1.0, 2.0], "aad_counts": [[2, 1, 1]]}, ["a"])
+    assert [t["label"] for t in few["ticks"]] == ["0", "1", "2"]
