@@ -166,13 +166,19 @@ class SimulatedAnnotator:
 
 SIMULATED = (
     SimulatedAnnotator("ann2", accuracy=0.85, mean_ms=5200, neighbour_errors=True),
-    SimulatedAnnotator("ann3", accuracy=0.45, mean_ms=1700, neighbour_errors=False),
+    # ann3 clicks almost at random and fast: the quality dashboard flags them, with its reason
+    SimulatedAnnotator("ann3", accuracy=0.2, mean_ms=1200, neighbour_errors=False),
+    # colleagues who cannot log in, so that robust z-scores have a crowd to compare with
+    SimulatedAnnotator("sim-1", accuracy=0.9, mean_ms=4800, neighbour_errors=True),
+    SimulatedAnnotator("sim-2", accuracy=0.8, mean_ms=6100, neighbour_errors=True),
+    SimulatedAnnotator("sim-3", accuracy=0.85, mean_ms=3900, neighbour_errors=True),
 )
 
 
 @transaction.atomic
 def emotions_study(ctx: DemoContext) -> str:
-    """A running study: seven emotions, 40 sentences, ann2 careful, ann3 noisy, ann1 to do."""
+    """A running study: seven emotions, 40 sentences; ann2 and sim-1..3 careful, ann3 close to
+    random (flagged on the dashboard), ann1 with everything still to do."""
     study = _existing(ctx, EMOTIONS_NAME)
     if study is not None:
         return f"{EMOTIONS_NAME!r} is already there (study {study.pk})."
@@ -197,11 +203,15 @@ def emotions_study(ctx: DemoContext) -> str:
         study=study,
         rows=[{"external_id": key, "text": text} for key, (text, _) in SENTENCES.items()],
     )
-    for user in ctx.annotators.values():
+    simulated = {
+        how.username: ctx.annotators.get(how.username) or _demo_user(how.username, password=None)
+        for how in SIMULATED
+    }
+    for user in {**ctx.annotators, **simulated}.values():
         membership_add(study=study, user=user, role=Membership.Role.ANNOTATOR)
     study_set_status(study=study, status=Study.Status.RUNNING)
     done = sum(
-        _simulate(study=study, question=question, how=how, user=ctx.annotators[how.username])
+        _simulate(study=study, question=question, how=how, user=simulated[how.username])
         for how in SIMULATED
     )
     return f"{EMOTIONS_NAME!r}: study {study.pk}, {len(SENTENCES)} items, {done} answers."
@@ -393,10 +403,13 @@ class Command(BaseCommand):
             (MANAGER, DEMO_PASSWORD, "manager of the demo studies"),
             ("ann1", DEMO_PASSWORD, "annotator, nothing done yet: try the queue"),
             ("ann2", DEMO_PASSWORD, "annotator, most items done (careful)"),
-            ("ann3", DEMO_PASSWORD, "annotator, most items done (noisy and fast)"),
+            ("ann3", DEMO_PASSWORD, "annotator, most items done (near random: see Quality)"),
         ]
         width = [max(len(row[i]) for row in rows) for i in range(2)]
         lines = [f"  {u:<{width[0]}}  {p:<{width[1]}}  {r}" for u, p, r in rows]
         lines.insert(1, f"  {'-' * width[0]}  {'-' * width[1]}  {'-' * 4}")
-        note = "  (rz-1 ... rz-8 hold the imported labels and cannot log in.)"
+        note = (
+            "  (sim-1..3, rz-1..8 and green-ann1..10 hold simulated or imported answers and"
+            " cannot log in.)"
+        )
         return "\nDemo logins:\n" + "\n".join(lines) + "\n" + note
