@@ -6,10 +6,14 @@ id and wakes a daemon thread. The thread takes every question waiting at that mo
 each up to date, so a burst of submissions costs one pass, not one per submission. It needs no
 extra process and no Redis, which suits the SQLite default. Several processes need the
 ``worker`` mode instead.
+
+A short-lived process (a management command such as ``load_demo``) waits at exit until the
+thread has finished what was handed to it, so its answers reach the dashboard at once.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 from collections.abc import Callable
@@ -34,7 +38,19 @@ def enqueue(question_id: int, process: Callable[[int], object]) -> None:
                 target=_serve, args=(process,), name="quality-updates", daemon=True
             )
             _thread.start()
+            _at_exit(lambda: idle(timeout=120))
         _wake.notify()
+
+
+def _at_exit(callback: Callable[[], object]) -> None:
+    """Run ``callback`` when the process ends, before thread pools refuse new work.
+
+    ``threading._register_atexit`` (what ``concurrent.futures`` itself uses) runs its callbacks
+    before that shutdown, so the drained updates can still push to the dashboard through
+    ``async_to_sync``; plain ``atexit`` runs too late for that and is only the fallback.
+    """
+    register = getattr(threading, "_register_atexit", None)
+    (register or atexit.register)(callback)
 
 
 def idle(timeout: float = 10.0) -> bool:
