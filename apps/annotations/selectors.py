@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 
 from apps.annotations.models import Annotation, Assignment, Revision
+from apps.items.models import Item
 from apps.studies.models import Study
 
 
@@ -70,4 +71,19 @@ def revisions_of_study(*, study: Study) -> QuerySet[Revision]:
         Revision.objects.filter(annotation__question__study=study)
         .select_related("annotation__question", "annotation__item", "annotation__annotator")
         .order_by("annotation_id", "number")
+    )
+
+
+def item_history(*, item: Item) -> QuerySet[Annotation]:
+    """Every annotation of an item (all questions, annotators and rounds) with its whole
+    revision history, oldest revision first: what a manager reads to settle a disagreement."""
+    return (
+        Annotation.objects.filter(item=item)
+        .select_related("question", "annotator", "current_revision")
+        .prefetch_related(
+            Prefetch(
+                "revisions", queryset=Revision.objects.select_related("label").order_by("number")
+            )
+        )
+        .order_by("question__position", "question_id", "annotator__username", "round")
     )

@@ -1,4 +1,4 @@
-"""The item import page: uploads, media files, row-numbered errors, access."""
+"""Item pages: the import (uploads, media files, row-numbered errors) and one item's answers."""
 
 from __future__ import annotations
 
@@ -97,3 +97,46 @@ def test_missing_file_is_a_field_error(client, manager, draft):
     response = client.post(import_url(draft), {})
     assert response.status_code == 422
     assert 'id="id_file_error"' in response.content.decode()
+
+
+def test_item_page_shows_every_answer_with_its_revisions_to_managers_only(
+    client, study_setup, outsider, django_assert_max_num_queries
+):
+    import uuid
+
+    from apps.annotations.selectors import assignment_next
+    from apps.annotations.services import annotation_undo_last, annotations_submit
+
+    study, (ann, *_) = study_setup
+    question = study.questions.get()
+    assignment = assignment_next(annotator=ann, study=study)
+    item = assignment.item
+    for label in ("negative", "positive"):
+        annotations_submit(
+            annotator=ann,
+            assignment=assignment,
+            answers={question: label},
+            idempotency_key=uuid.uuid4(),
+            time_spent_ms=900,
+        )
+    annotation_undo_last(annotator=ann, study=study, idempotency_key=uuid.uuid4())
+    annotations_submit(
+        annotator=ann,
+        assignment=assignment,
+        answers={question: "neutral"},
+        idempotency_key=uuid.uuid4(),
+    )
+    url = reverse("items:detail", args=[study.pk, item.pk])
+    for user in (ann, outsider):
+        client.force_login(user)
+        assert client.get(url).status_code == 404
+    client.force_login(study.created_by)
+    with django_assert_max_num_queries(12):
+        html = client.get(url).content.decode()
+    assert item.text in html
+    for text in ("Negative", "Positive", "retracted (undo)", "<strong>Neutral</strong> (counts)"):
+        assert text in html
+    assert html.index("Negative") < html.index("Positive") < html.index("retracted")
+    dashboard_link = reverse("items:detail", args=[study.pk, item.pk])
+    overview = client.get(reverse("studies:overview", args=[study.pk])).content.decode()
+    assert dashboard_link in overview
