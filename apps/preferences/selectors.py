@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -82,18 +83,20 @@ def _unasked_pairs(
     return [pair for pair in plan if frozenset(pair) not in asked]
 
 
-def pair_state(*, session: PairSession) -> PairState:
+def pair_state(*, session: PairSession, judgements: Sequence[Judgement] | None = None) -> PairState:
     """Rebuild the annotator's scheduler from the stored judgements and find the pending pair.
 
-    Raises ``ValueError`` (from the scheduler) if the stored history does not replay, which
-    would mean the session's items or settings were changed behind its back.
+    ``judgements`` (the session's, in sequence order) saves the query when a page has already
+    read them for every annotator. Raises ``ValueError`` (from the scheduler) if the stored
+    history does not replay, which would mean the session's items or settings were changed
+    behind its back.
     """
     settings = session.pairwise_settings
-    judgements = list(
-        Judgement.objects.filter(
+    if judgements is None:
+        judgements = _judgements_by_annotator(
             question_id=session.question_id, annotator_id=session.annotator_id
-        ).order_by("sequence")
-    )
+        ).get(session.annotator_id, [])
+    judgements = list(judgements)
     items: list[int] = list(session.items)
     stop = session.pruning_stopped_at
     scheduler = PairScheduler.from_judgements(
@@ -200,6 +203,19 @@ class AnnotatorReport:
         return None if math.isnan(self.consistency.kappa) else self.consistency.kappa
 
 
+def _judgements_by_annotator(
+    *, question_id: int, annotator_id: int | None = None
+) -> dict[int, list[Judgement]]:
+    """A question's judgements in one query (or one annotator's), per annotator, in order."""
+    query = Judgement.objects.filter(question_id=question_id).order_by("annotator_id", "sequence")
+    if annotator_id is not None:
+        query = query.filter(annotator_id=annotator_id)
+    grouped: dict[int, list[Judgement]] = defaultdict(list)
+    for judgement in query:
+        grouped[judgement.annotator_id].append(judgement)
+    return grouped
+
+
 def _sessions(question: Question) -> list[PairSession]:
     return list(
         PairSession.objects.filter(question=question)
@@ -211,8 +227,9 @@ def _sessions(question: Question) -> list[PairSession]:
 def annotator_reports(*, question: Question) -> list[AnnotatorReport]:
     """Per annotator: judgements asked against n(n-1)/2 and ceil(log2 n!), kappa, triplets."""
     reports = []
+    judgements = _judgements_by_annotator(question_id=question.pk)
     for session in _sessions(question):
-        state = pair_state(session=session)
+        state = pair_state(session=session, judgements=judgements.get(session.annotator_id, []))
         n = len(session.items)
         reports.append(
             AnnotatorReport(
@@ -275,13 +292,9 @@ class QuestionScores:
 def question_scores(*, question: Question) -> QuestionScores:
     """Amidei count scores (and their absolute scale) per annotator, Bradley-Terry pooled."""
     sessions = _sessions(question)
+    judgements = _judgements_by_annotator(question_id=question.pk)
     by_annotator = {
-        session.annotator_id: [
-            j.as_tuple()
-            for j in Judgement.objects.filter(
-                question=question, annotator_id=session.annotator_id
-            ).order_by("sequence")
-        ]
+        session.annotator_id: [j.as_tuple() for j in judgements.get(session.annotator_id, [])]
         for session in sessions
     }
     item_ids = sorted({item for s in sessions for item in s.items})
