@@ -7,14 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from analytics.palettes import OKABE_ITO
+
 WIDTH, HEIGHT, PAD = 800, 260, 28
 PALETTE = (
-    "#0072b2",
-    "#e69f00",
-    "#009e73",
-    "#cc79a7",
-    "#56b4e9",
-    "#d55e00",
+    *(colour for colour in OKABE_ITO if colour not in ("#f0e442", "#000000")),
     "#332288",
     "#882255",
     "#44aa99",
@@ -22,8 +19,8 @@ PALETTE = (
     "#aa4499",
     "#6b6b6b",
 )
-"""Okabe-Ito colours (as in studio.css, without the pale yellow), then Paul Tol's muted ones,
-so ten or twelve annotators stay distinguishable; the truth is drawn black and dashed."""
+"""Okabe-Ito colours without the pale yellow (and black, kept for the truth, drawn dashed),
+then Paul Tol's muted ones, so ten or twelve annotators stay distinguishable."""
 
 
 @dataclass(frozen=True)

@@ -14,22 +14,12 @@ import numpy as np
 
 from analytics.dashboard import heatmap_layout
 from analytics.metrics import agglomerative_order
+from analytics.palettes import OKABE_ITO
 
 HEATMAP_SIZE = 360.0
 MAP_SIZE = 340.0
 MAP_MARGIN = 30.0
 MAP_LABEL_ROOM = 80.0
-#: Okabe & Ito (2008), the colour-blind-safe qualitative palette (black last, for the ninth).
-OKABE_ITO = (
-    "#0072b2",
-    "#e69f00",
-    "#009e73",
-    "#cc79a7",
-    "#56b4e9",
-    "#d55e00",
-    "#f0e442",
-    "#000000",
-)
 _MARKERS = ("circle", "square", "diamond")  # shape changes once the colours are used up
 
 
