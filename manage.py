@@ -1,16 +1,7 @@
 #!/usr/bin/env python
-"""Django's command-line utility for administrative tasks."""
+"""Django's command-line utility, plus ``serve`` and ``prod``: see ``annotate_site/cli.py``."""
 
-import os
-import sys
-
-
-def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate_site.settings")
-    from django.core.management import execute_from_command_line
-
-    execute_from_command_line(sys.argv)
-
+from annotate_site.cli import main
 
 if __name__ == "__main__":
     main()

@@ -9,6 +9,12 @@ extra process and no Redis, which suits the SQLite default. Several processes ne
 
 A short-lived process (a management command such as ``load_demo``) waits at exit until the
 thread has finished what was handed to it, so its answers reach the dashboard at once.
+
+Every served process (daphne and ``runworker``, through ``annotate_site.asgi``) also runs a
+sweeper thread, whatever the mode: at start and then every ``QUALITY_SWEEP_INTERVAL`` seconds it
+dispatches the questions whose answers still wait for analysis (worker down, Redis unreachable,
+a process killed mid-batch), so nothing stays pending for longer than one interval once
+something can process it.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from django.db import close_old_connections, connection
@@ -26,6 +33,7 @@ _waiting: set[int] = set()
 _busy = threading.Event()
 _wake = threading.Condition()
 _thread: threading.Thread | None = None
+_sweeper: threading.Thread | None = None
 
 
 def enqueue(question_id: int, process: Callable[[int], object]) -> None:
@@ -78,3 +86,28 @@ def _serve(process: Callable[[int], object]) -> None:
             with _wake:
                 _busy.clear()
                 _wake.notify_all()
+
+
+def start_sweeper(sweep: Callable[[], object], *, interval: float) -> bool:
+    """Run ``sweep`` now and then every ``interval`` seconds on a daemon thread (once per
+    process; an interval <= 0 starts nothing); ``True`` if it started."""
+    global _sweeper
+    with _wake:
+        if interval <= 0 or (_sweeper is not None and _sweeper.is_alive()):
+            return False
+        _sweeper = threading.Thread(
+            target=_sweep_every, args=(sweep, interval), name="quality-sweep", daemon=True
+        )
+        _sweeper.start()
+        return True
+
+
+def _sweep_every(sweep: Callable[[], object], interval: float) -> None:
+    while True:
+        try:
+            sweep()
+        except Exception as exc:  # the database may be away: try again at the next tick
+            logger.warning("quality sweep failed (%r); next try in %s s", exc, interval)
+        finally:
+            connection.close()
+        time.sleep(interval)

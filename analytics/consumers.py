@@ -15,27 +15,37 @@ most every ``QUALITY_PLOT_INTERVAL`` seconds; the table, summary, items and tren
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.consumer import SyncConsumer
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from django.template.loader import render_to_string
 
+from analytics.config import quality_config
 from analytics.dashboard import dashboard_context, dashboard_questions
 from analytics.events import study_group
 from analytics.pipeline import quality_process
 from analytics.selectors import is_study_manager
 from apps.studies.models import Study
 
+logger = logging.getLogger(__name__)
+
 
 class QualityWorker(SyncConsumer):
     def quality_process(self, message: dict[str, Any]) -> None:
+        """Apply the question's pending answers. A failure (the database away) is logged and
+        the connection dropped: the answers stay pending for the next message or sweep, and
+        the worker goes on with the next message instead of losing its queue."""
         close_old_connections()
-        quality_process(question_id=int(message["question_id"]))
+        try:
+            quality_process(question_id=int(message["question_id"]))
+        except Exception:
+            logger.exception("quality update of question %s failed", message["question_id"])
+            connection.close()
 
 
 def _render_live(user: Any, study_id: int, question_id: int | None, *, plots: bool) -> str | None:
@@ -101,7 +111,7 @@ class DashboardConsumer(AsyncWebsocketConsumer):
         loop = asyncio.get_running_loop()
         while self._stale:
             self._stale = False
-            plots = loop.time() - self._plots_at >= settings.QUALITY_PLOT_INTERVAL
+            plots = loop.time() - self._plots_at >= quality_config().plot_interval
             # a read-only render: off the thread that serialises the site's sync views
             html = await database_sync_to_async(_render_live, thread_sensitive=False)(
                 self.scope["user"], self.study_id, self.question_id, plots=plots

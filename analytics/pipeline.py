@@ -1,18 +1,23 @@
-"""Keep each question's quality state current as annotations arrive.
+"""Keep each question's quality state current as answers arrive: dispatch, locking, sweep.
 
-Flow (Zulip-style check -> do -> notify): the submit transaction marks the annotation
-``analysis_pending`` (an outbox inside the row, so nothing is lost if the process dies) and
-:func:`quality_schedule` asks for processing once the transaction has committed. Processing
-locks the question's :class:`~analytics.models.QualityState` row, takes every pending
-annotation at once (a burst becomes one batch), recomputes only the touched items' contribution
-(before -> after) and stores the new statistics. Repeated or concurrent wake-ups find nothing
-left to do, so several workers never count an annotation twice.
+Flow (Zulip-style check -> do -> notify): the submit transaction marks the answer as pending
+(categorical and continuous: ``Annotation.analysis_pending``, an outbox inside the row, so
+nothing is lost if the process dies; pairwise: the judgement sequence the state lags behind)
+and :func:`quality_schedule` asks for processing once the transaction has committed. Processing
+is the question kind's ``process`` (:class:`apps.studies.kinds.QuestionKind`): it locks the
+question's :class:`~analytics.models.QualityState` row (:func:`state_for_update`), takes every
+pending answer at once (a burst becomes one batch), recomputes only the touched items'
+contribution and stores the new statistics. Repeated or concurrent wake-ups find nothing left to
+do, so several workers never count an answer twice. This module names no kind.
 
-``settings.QUALITY_UPDATES``: ``"inline"`` processes in the committing thread right after the
-commit (deterministic: the tests use it); ``"thread"`` (the served default) hands the question
-to one background thread per process (:mod:`analytics.background`), so requests never wait
-for it and bursts coalesce; ``"worker"`` sends the question id to the ``quality-updates``
-channel, served by ``manage.py runworker quality-updates`` (any number of them).
+``QUALITY_UPDATES`` (:mod:`analytics.config`): ``"inline"`` processes in the committing thread
+right after the commit (deterministic: the tests use it); ``"thread"`` (the served default)
+hands the question to one background thread per process (:mod:`analytics.background`), so
+requests never wait for it and bursts coalesce; ``"worker"`` sends the question id to the
+``quality-updates`` channel, served by ``manage.py runworker quality-updates`` (any number of
+them). A dispatch that reaches nobody (worker down, Redis away) costs nothing but time:
+:func:`quality_sweep`, run at start and every ``QUALITY_SWEEP_INTERVAL`` seconds by every served
+process, sends every question with answers still waiting again.
 
 Once a batch or a rebuild has committed, :func:`analytics.publishing.quality_publish` derives
 the indicators, snapshots and flags them and pushes ``dashboard.update`` (from the worker in
@@ -21,35 +26,27 @@ worker mode).
 
 from __future__ import annotations
 
-from collections import defaultdict
+import logging
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Coalesce
 
 from analytics import background
-from analytics.metrics.categorical import pairwise_confusion
-from analytics.metrics.krippendorff import coincidence_matrix
+from analytics.config import quality_config
 from analytics.models import QualityState
 from analytics.publishing import quality_publish
-from analytics.sufficient_stats import CategoricalStats, ItemView
 from apps.annotations.models import Annotation
-from apps.studies.models import Label, Question
+from apps.studies.kinds import question_kind, question_kinds
+from apps.studies.models import Question
 
 UPDATE_CHANNEL = "quality-updates"
 # Called with a question id after its quality state has changed and been published; apps that
 # derive figures from a question's answers (the model registry) register here in ready().
 AFTER_UPDATE_HOOKS: list[Callable[[int], None]] = []
-# How each question kind applies its pending annotations to its state (``question_id=`` ->
-# number applied). Categorical is below; continuous registers in analytics.quality_kinds.
-# Answers of a kind without a processor keep their outbox flag (``analysis_pending``).
-PROCESSORS: dict[str, Callable[..., int]] = {}
+logger = logging.getLogger(__name__)
 
 
 def quality_schedule(*, question_id: int) -> None:
@@ -58,24 +55,69 @@ def quality_schedule(*, question_id: int) -> None:
 
 
 def _dispatch(question_id: int) -> None:
-    if not Question.objects.filter(pk=question_id, kind__in=PROCESSORS).exists():
+    if not Question.objects.filter(pk=question_id, kind__in=list(question_kinds())).exists():
         return
-    mode = getattr(settings, "QUALITY_UPDATES", "inline")
+    mode = quality_config().updates
     if mode == "worker":
-        async_to_sync(get_channel_layer().send)(
-            UPDATE_CHANNEL, {"type": "quality.process", "question_id": question_id}
-        )
+        try:
+            async_to_sync(get_channel_layer().send)(
+                UPDATE_CHANNEL, {"type": "quality.process", "question_id": question_id}
+            )
+        except Exception as exc:  # Redis down, or no worker draining the channel (ChannelFull)
+            logger.warning(
+                "question %s: no quality worker reached (%r); the sweep sends it again",
+                question_id,
+                exc,
+            )
     elif mode == "thread":
         background.enqueue(question_id, lambda qid: quality_process(question_id=qid))
     else:
         quality_process(question_id=question_id)
 
 
+def answers_waiting(*, question_id: int, kind: str) -> int:
+    """How many answers of the question its quality state has not applied yet."""
+    counted = question_kind(kind).waiting(question_id)
+    if counted is not None:
+        return counted
+    return Annotation.objects.filter(question_id=question_id, analysis_pending=True).count()
+
+
+def quality_sweep() -> list[int]:
+    """Dispatch every question whose state lags its answers; return their ids.
+
+    The catch-up for whatever a dispatch after commit could not do (a worker down or killed
+    mid-batch, Redis unreachable, a process that died): :mod:`analytics.background` runs it at
+    the start of every served process and then every ``QUALITY_SWEEP_INTERVAL`` seconds. The
+    outbox kinds cost one query on the partial index of pending annotations; the kinds that
+    count their own backlog (``QuestionKind.waiting``) are asked question by question.
+    """
+    kinds = question_kinds()
+    lagging = set(
+        Annotation.objects.filter(analysis_pending=True, question__kind__in=list(kinds))
+        .order_by()
+        .values_list("question_id", flat=True)
+        .distinct()
+    )
+    questions = Question.objects.filter(kind__in=list(kinds)).order_by().values_list("pk", "kind")
+    lagging.update(pk for pk, kind in questions if kinds[kind].waiting(pk))
+    for question_id in sorted(lagging):
+        _dispatch(question_id)
+    return sorted(lagging)
+
+
 def quality_process(*, question_id: int) -> int:
-    """Apply the question's pending annotations with its kind's processor; return how many."""
+    """Apply the question's pending answers with its kind's ``process``; return how many."""
     kind = Question.objects.filter(pk=question_id).values_list("kind", flat=True).first()
-    processor = PROCESSORS.get(kind)
-    return processor(question_id=question_id) if processor else 0
+    spec = question_kinds().get(kind or "")
+    return spec.process(question_id=question_id) if spec else 0
+
+
+def quality_rebuild(*, question_id: int) -> Any:
+    """Recompute the question's state from scratch with its kind's ``rebuild`` (which
+    publishes after the commit); returns what the kind returns (categorical: its statistics)."""
+    kind = Question.objects.values_list("kind", flat=True).get(pk=question_id)
+    return question_kind(kind).rebuild(question_id=question_id)
 
 
 def state_for_update(question_id: int) -> QualityState:
@@ -91,61 +133,12 @@ def state_for_update(question_id: int) -> QualityState:
     return state
 
 
-class _Axes:
-    """Annotator and value indices of a state; new annotators or labels extend them."""
-
-    def __init__(self, state: QualityState, question_id: int) -> None:
-        self.state = state
-        self.annotators = {a: i for i, a in enumerate(state.annotator_ids)}
-        self.values = {v: i for i, v in enumerate(state.value_keys)}
-        if not self.values:  # label order fixes the codes of ordered scales
-            keys = Question.objects.get(pk=question_id).labels.values_list("key", flat=True)
-            self.values = {key: i for i, key in enumerate(keys)}
-
-    def annotator(self, user_id: int) -> int:
-        return self.annotators.setdefault(user_id, len(self.annotators))
-
-    def value(self, value: dict[str, Any] | None) -> int | None:
-        if value is None:
-            return None
-        return self.values.setdefault(value["label"], len(self.values))
-
-    def load(self) -> CategoricalStats:
-        return CategoricalStats.from_bytes(
-            self.state.stats,
-            n_annotators=len(self.state.annotator_ids),
-            n_values=len(self.state.value_keys),
-        ).grown(n_annotators=len(self.annotators), n_values=len(self.values))
-
-    def save(self, stats: CategoricalStats, *, applied: int) -> None:
-        stats = stats.grown(n_annotators=len(self.annotators), n_values=len(self.values))
-        self.state.annotator_ids = list(self.annotators)
-        self.state.value_keys = list(self.values)
-        self.state.stats = stats.to_bytes()
-        self.state.n_applied += applied
-        self.state.save()
-
-
-def _view(rows: list[dict[str, Any]], axes: _Axes, *, revision: str) -> ItemView:
-    view: dict[tuple[int, int], tuple[int, int | None]] = {}
-    for row in rows:
-        code = axes.value(row[f"{revision}__value"])
-        if code is not None:
-            key = (axes.annotator(row["annotator_id"]), row["round"])
-            view[key] = (code, row[f"{revision}__time_spent_ms"])
-    return view
-
-
-_ROW_FIELDS = (
-    "id",
-    "item_id",
-    "annotator_id",
-    "round",
-    "analysed_revision__value",
-    "analysed_revision__time_spent_ms",
-    "current_revision__value",
-    "current_revision__time_spent_ms",
-)
+def annotator_index(state: QualityState, *extra: int) -> dict[int, int]:
+    """The state's annotator axis (user id -> row), extended by ``extra`` newcomers."""
+    index = {a: i for i, a in enumerate(state.annotator_ids)}
+    for user_id in extra:
+        index.setdefault(user_id, len(index))
+    return index
 
 
 def after_update(question_id: int, **publish_options: Any) -> None:
@@ -155,131 +148,8 @@ def after_update(question_id: int, **publish_options: Any) -> None:
         hook(question_id)
 
 
-@transaction.atomic
-def quality_process_pending(*, question_id: int) -> int:
-    """Apply every pending annotation of a question to its state; return how many."""
-    state = state_for_update(question_id)
-    pending = set(
-        Annotation.objects.select_for_update()
-        .filter(question_id=question_id, analysis_pending=True)
-        .values_list("id", flat=True)
-    )
-    if not pending:
-        return 0
-    rows = Annotation.objects.filter(
-        question_id=question_id,
-        item_id__in=Annotation.objects.filter(pk__in=pending).values("item_id"),
-    ).values(*_ROW_FIELDS)
-    by_item: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        by_item[row["item_id"]].append(row)
-    axes = _Axes(state, question_id)
-    changes = []
-    for item_rows in by_item.values():
-        after_rows = [
-            {
-                **row,
-                **{
-                    f"analysed_revision__{f}": row[f"current_revision__{f}"]
-                    for f in ("value", "time_spent_ms")
-                },
-            }
-            if row["id"] in pending
-            else row
-            for row in item_rows
-        ]
-        changes.append(
-            (
-                _view(item_rows, axes, revision="analysed_revision"),
-                _view(after_rows, axes, revision="analysed_revision"),
-            )
-        )
-    stats = axes.load()
-    for before, after in changes:
-        stats.replace_item(before, after)
-    Annotation.objects.filter(pk__in=pending).update(
-        analysed_revision=F("current_revision"), analysis_pending=False
-    )
-    axes.save(stats, applied=len(pending))
-    touched = list(by_item)
-    transaction.on_commit(lambda: after_update(question_id, item_ids=touched), robust=True)
-    return len(pending)
-
-
-PROCESSORS[Question.Kind.CATEGORICAL] = quality_process_pending
-
-
-def _stats_from_scratch(question_id: int, axes: _Axes) -> CategoricalStats:
-    """The statistics of every live annotation of a question, computed in one vectorised pass.
-
-    Reads integer columns only (the revision's label id, not its JSON value: decoding 500,000
-    JSON values was half the cost), then maps ids to axes with numpy.
-    """
-    rows = np.array(
-        Annotation.objects.filter(question_id=question_id, current_revision__value__isnull=False)
-        .order_by()
-        .annotate(ms=Coalesce("current_revision__time_spent_ms", Value(-1)))
-        .values_list("item_id", "annotator_id", "round", "current_revision__label_id", "ms"),
-        dtype=np.int64,
-    ).reshape(-1, 5)
-    item_ids, user_ids, rounds, label_ids, ms = rows.T
-    users = np.unique(user_ids)
-    annotator = np.array([axes.annotator(int(u)) for u in users], dtype=np.intp)[
-        np.searchsorted(users, user_ids)
-    ]
-    keys = dict(Label.objects.filter(question_id=question_id).values_list("id", "key"))
-    labels = np.unique(label_ids)
-    code = np.array([axes.value({"label": keys[int(i)]}) for i in labels], dtype=np.intp)[
-        np.searchsorted(labels, label_ids)
-    ]
-    items, item = np.unique(item_ids, return_inverse=True)
-    m, v = len(axes.annotators), len(axes.values)
-    stats = CategoricalStats(m, v)
-    if not rows.size:
-        return stats
-    domain = np.arange(v, dtype=np.float64)
-    by_round = []
-    for rnd in (1, 2):
-        ratings = np.full((m, items.size), np.nan)
-        mask = rounds == rnd
-        ratings[annotator[mask], item[mask]] = code[mask]
-        by_round.append(ratings)
-    first, second = by_round
-    stats.confusion = pairwise_confusion(first, values=domain)
-    stats.coincidence = coincidence_matrix(first, values=domain)
-    both = ~np.isnan(first) & ~np.isnan(second)
-    who = np.nonzero(both)[0]
-    np.add.at(stats.retest, (who, first[both].astype(np.intp), second[both].astype(np.intp)), 1.0)
-    timed = ms >= 0
-    stats.time_ms[:, 0] = np.bincount(annotator, weights=np.where(timed, ms, 0), minlength=m)
-    stats.time_ms[:, 1] = np.bincount(annotator, weights=timed.astype(float), minlength=m)
-    return stats
-
-
-@transaction.atomic
-def quality_rebuild(*, question_id: int) -> CategoricalStats:
-    """Recompute a question's state from scratch (``manage.py rebuild_quality``) and store it."""
-    state = state_for_update(question_id)
-    axes = _Axes(state, question_id)
-    stats = _stats_from_scratch(question_id, axes)
-    stale = Q(analysis_pending=True) | ~Q(analysed_revision=F("current_revision"))
-    stale |= Q(analysed_revision__isnull=True, current_revision__isnull=False)
-    Annotation.objects.filter(stale, question_id=question_id).update(
-        analysed_revision=F("current_revision"), analysis_pending=False
-    )
-    state.n_applied = 0
-    axes.save(stats, applied=Annotation.objects.filter(question_id=question_id).count())
-    transaction.on_commit(lambda: after_update(question_id, rebuild=True))
-    return stats
-
-
-def quality_stats(
-    *, question_id: int, fresh: bool = False
-) -> tuple[QualityState, CategoricalStats]:
-    """The stored state of a question (or, with ``fresh``, one recomputed without storing)."""
-    state = QualityState.objects.filter(question_id=question_id).first() or QualityState(
-        question_id=question_id
-    )
-    axes = _Axes(state, question_id)
-    stats = _stats_from_scratch(question_id, axes) if fresh else axes.load()
-    return state, stats
+def publish_after_commit(question_id: int, **publish_options: Any) -> None:
+    """Publish the question's new state once the current transaction commits (the kinds call
+    it at the end of ``process`` and ``rebuild``). ``publish_options``: ``item_ids`` touched,
+    ``rebuild``."""
+    transaction.on_commit(lambda: after_update(question_id, **publish_options), robust=True)

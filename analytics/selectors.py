@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, TypedDict
 
 import numpy as np
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from numpy.typing import NDArray
@@ -13,6 +14,7 @@ from numpy.typing import NDArray
 from analytics.models import Exclusion, Flag, ItemDisagreement, QualitySnapshot
 from apps.annotations.models import Annotation
 from apps.studies.models import Membership, Question, Study
+from core.types import Visitor
 
 
 def active_exclusions(*, study: Study) -> QuerySet[Exclusion]:
@@ -29,14 +31,13 @@ def excluded_annotator_ids(*, study: Study) -> set[int]:
     return set(active_exclusions(study=study).values_list("annotator_id", flat=True))
 
 
-def is_study_manager(*, user: AbstractBaseUser | AnonymousUser, study_id: int) -> bool:
+def is_study_manager(*, user: Visitor, study_id: int) -> bool:
     """Whether the user manages the study (the only people who see its quality dashboard)."""
-    return (
-        bool(user.is_authenticated)
-        and Membership.objects.filter(
-            study_id=study_id, user_id=user.pk, role=Membership.Role.MANAGER
-        ).exists()
-    )
+    if not user.is_authenticated:
+        return False
+    return Membership.objects.filter(
+        study_id=study_id, user_id=user.pk, role=Membership.Role.MANAGER
+    ).exists()
 
 
 def question_ratings(
@@ -80,14 +81,21 @@ def latest_snapshot(*, question: Question) -> QualitySnapshot | None:
     return QualitySnapshot.objects.filter(question=question).order_by("-created_at", "-id").first()
 
 
-def snapshot_history(*, question: Question, limit: int = 40) -> list[dict]:
+class SnapshotPoint(TypedDict):
+    """A past snapshot on the dashboard's trends: when, and its indicators (no matrices)."""
+
+    created_at: datetime
+    indicators: dict[str, Any]
+
+
+def snapshot_history(*, question: Question, limit: int = 40) -> list[SnapshotPoint]:
     """The newest ``limit`` snapshots' times and indicators, oldest first (no matrices)."""
-    rows = (
+    rows: list[SnapshotPoint] = list(
         QualitySnapshot.objects.filter(question=question)
         .order_by("-created_at", "-id")
         .values("created_at", "indicators")[:limit]
     )
-    return list(reversed(rows))
+    return rows[::-1]
 
 
 def question_flags(*, question: Question) -> QuerySet[Flag]:

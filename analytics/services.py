@@ -3,57 +3,115 @@ annotator exclusions. Every change of a flag's status is logged as a :class:`Fla
 
 A dismissed flag stays dismissed while the annotator's figures hover where they were; it reopens
 only when the indicator moves further to the bad side than it stood at the dismissal by more than
-``settings.QUALITY_REOPEN_MARGIN`` (in the indicator's own units, default 0.1).
+``QUALITY_REOPEN_MARGIN`` (in the indicator's own units). The rules are the flag rules of the
+question kind's :class:`~analytics.indicators.Indicator` specs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
-from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from analytics.config import QualityConfig
 from analytics.events import dashboard_notify
-from analytics.indicators import Derived, Rule
-from analytics.metrics.outliers import OutlierFlag, flag_outliers
+from analytics.indicators import Derived, Indicator, StudyFigure
+from analytics.metrics.outliers import OutlierFlag, flag_outliers, flag_with_intervals
 from analytics.models import Exclusion, Flag, FlagEvent
 from apps.studies.models import Question, Study
+from core.types import Account
 
-ALPHA_FLOOR = 0.667  # Krippendorff (2004): lowest alpha for tentative conclusions
 
-
-def _figures(hit: OutlierFlag, rule: Rule) -> dict[str, Any]:
+def _figures(hit: OutlierFlag, spec: Indicator) -> dict[str, Any]:
+    assert spec.rule is not None
     return {
         "value": round(hit.value, 4),
         "median": round(hit.median, 4),
         "z": round(hit.z, 2) if np.isfinite(hit.z) else None,
         "evidence": hit.evidence,
-        "unit": rule.evidence,
-        "floor": rule.floor,
-        "threshold": rule.z,
+        "unit": spec.evidence,
+        "floor": spec.rule.floor,
+        "threshold": spec.z_threshold,
     }
 
 
+def _interval_hits(
+    spec: Indicator, entries: Sequence[Sequence[float | None] | None], *, needed: int
+) -> list[tuple[int, str, dict[str, Any]]]:
+    """Rows, reasons and figures of :func:`flag_with_intervals` on one indicator's stored
+    ``[estimate, low, high, n]`` intervals (the evidence is the interval's own ``n``)."""
+    assert spec.rule is not None
+    table = np.array(
+        [[np.nan] * 4 if e is None else [np.nan if x is None else x for x in e] for e in entries],
+        dtype=float,
+    ).reshape(-1, 4)
+    found = flag_with_intervals(
+        table[:, 0],
+        table[:, 1],
+        table[:, 2],
+        np.nan_to_num(table[:, 3]).astype(int),
+        min_evidence=needed,
+        bad_side="low" if spec.direction == "higher" else "high",
+        floor=spec.rule.floor,
+        z_threshold=spec.rule.z,
+        name=spec.rule.name,
+        evidence_unit=spec.evidence.replace("_", " "),
+    )
+    return [
+        (
+            hit.annotator,
+            hit.reason,
+            {
+                "value": round(hit.estimate, 4),
+                "low": round(hit.low, 4),
+                "high": round(hit.high, 4),
+                "rule": hit.rule,
+                "evidence": hit.evidence,
+                "unit": spec.evidence,
+                "floor": spec.rule.floor,
+            },
+        )
+        for hit in found
+    ]
+
+
 def _rule_hits(
-    derived: Derived, rules: Mapping[str, Rule], *, min_evidence: Mapping[str, int]
+    derived: Derived,
+    indicators: Sequence[Indicator],
+    study_figures: Sequence[StudyFigure],
+    *,
+    config: QualityConfig,
 ) -> dict[tuple[int | None, str], tuple[str, dict[str, Any]]]:
-    """Per (annotator id, indicator): the reason and figures of every rule broken now."""
+    """Per (annotator id or None for the question, indicator): the reason and figures of every
+    rule broken now."""
     hits: dict[tuple[int | None, str], tuple[str, dict[str, Any]]] = {}
     if not derived.annotators:
         return hits
-    min_peers = int(getattr(settings, "QUALITY_MIN_ANNOTATORS", 5))
+    rules = {spec.key: spec.rule for spec in indicators if spec.rule is not None}
     for unit, counts in derived.evidence.items():
-        group = {k: r for k, r in rules.items() if r.evidence == unit and k in derived.indicators}
+        group = {
+            s.key: s
+            for s in indicators
+            if s.key in rules and s.evidence == unit and s.key in derived.indicators
+        }
+        needed = config.evidence_needed(unit)
+        # with intervals computed, the flag is a statement about the interval
+        for key, spec in list(group.items()):
+            if spec.interval is not None and spec.interval in derived.intervals:
+                del group[key]
+                for row, reason, figures in _interval_hits(
+                    spec, derived.intervals[spec.interval], needed=needed
+                ):
+                    hits[(derived.annotators[row], key)] = (reason, figures)
         if not group:
             continue
         # a median and MAD of a handful of annotators mean little: only the floors apply then
-        enough_peers = sum(c >= min_evidence.get(unit, 20) for c in counts) >= min_peers
+        enough_peers = sum(c >= needed for c in counts) >= config.min_annotators
         values = {
             k: np.array([np.nan if x is None else x for x in derived.indicators[k]], dtype=float)
             for k in group
@@ -61,28 +119,30 @@ def _rule_hits(
         found = flag_outliers(
             values,
             counts,
-            min_evidence=min_evidence.get(unit, 20),
+            min_evidence=needed,
             z_threshold={
-                k: r.z if enough_peers else np.sign(r.z) * np.inf for k, r in group.items()
+                k: s.z_threshold if enough_peers else s.bad_side * np.inf for k, s in group.items()
             },
-            floors={k: r.floor for k, r in group.items() if r.floor is not None},
-            names={k: r.name for k, r in group.items()},
+            floors={k: f for k in group if (f := rules[k].floor) is not None},
+            names={k: rules[k].name for k in group},
             evidence_unit=unit.replace("_", " "),
         )
         for hit in found:
-            key = (derived.annotators[hit.annotator], hit.indicator)
-            hits[key] = (hit.reason, _figures(hit, group[hit.indicator]))
-    alpha, n = derived.study.get("alpha"), derived.study.get("n_ratings", 0)
-    if alpha is not None and alpha < ALPHA_FLOOR and n >= min_evidence.get("items", 20):
-        reason = (
-            f"Krippendorff alpha ({derived.study.get('alpha_level', 'nominal')}) {alpha:.2f}; "
-            f"below {ALPHA_FLOOR}; {n} ratings"
-        )
-        hits[(None, "alpha")] = (reason, {"value": alpha, "floor": ALPHA_FLOOR, "evidence": n})
+            at = (derived.annotators[hit.annotator], hit.indicator)
+            hits[at] = (hit.reason, _figures(hit, group[hit.indicator]))
+    n = derived.study.get("n_ratings", 0)
+    for figure in study_figures:
+        value = derived.study.get(figure.key)
+        if figure.floor is None or value is None or value >= figure.floor:
+            continue
+        if n >= config.evidence_needed("items"):
+            reason = f"{figure.title(derived.study)} {value:.2f}; below {figure.floor}; {n} ratings"
+            figures = {"value": value, "floor": figure.floor, "evidence": n}
+            hits[(None, figure.key)] = (reason, figures)
     return hits
 
 
-def _log(flag: Flag, *, actor: AbstractBaseUser | None, before: str, note: str) -> None:
+def _log(flag: Flag, *, actor: Account | None, before: str, note: str) -> None:
     FlagEvent.objects.create(
         flag=flag, actor=actor, from_status=before, to_status=flag.status, note=note[:500]
     )
@@ -93,18 +153,21 @@ def flags_evaluate(
     *,
     question: Question,
     derived: Derived,
-    rules: Mapping[str, Rule],
-    min_evidence: Mapping[str, int],
+    indicators: Sequence[Indicator],
+    config: QualityConfig,
+    study_figures: Sequence[StudyFigure] = (),
 ) -> list[dict[str, Any]]:
     """Apply the flag rules to fresh indicators; raise, refresh or reopen flags.
 
     New hits open a flag; open and confirmed flags get the new figures; a dismissed flag reopens
     only when its value got worse than at the dismissal by more than the reopen margin. Flags
-    whose rule no longer breaks stay as they are, marked ``active=False``. Returns the current
-    hits (annotator, indicator, reason, figures) for the snapshot.
+    whose rule no longer breaks stay as they are, marked ``active=False``. ``indicators`` are
+    the kind's specs (with the question's overrides); a study figure with a floor flags the
+    whole question (annotator ``None``) below it. Returns the current hits (annotator,
+    indicator, reason, figures) for the snapshot.
     """
-    hits = _rule_hits(derived, rules, min_evidence=min_evidence)
-    margin = float(getattr(settings, "QUALITY_REOPEN_MARGIN", 0.1))
+    hits = _rule_hits(derived, indicators, study_figures, config=config)
+    bad_sides = {spec.key: spec.bad_side for spec in indicators}
     existing = {
         (f.annotator_id, f.indicator): f
         for f in Flag.objects.select_for_update().filter(question=question)
@@ -128,8 +191,8 @@ def flags_evaluate(
         flag.reason, flag.active = reason[:500], True
         flag.figures = {**figures, "dismissed_value": dismissed_at}
         if before == Flag.Status.DISMISSED and dismissed_at is not None:
-            bad_side = np.sign(rules[key[1]].z) if key[1] in rules else -1.0
-            if bad_side * (figures["value"] - dismissed_at) > margin:
+            bad_side = bad_sides.get(key[1], -1.0)
+            if bad_side * (figures["value"] - dismissed_at) > config.reopen_margin:
                 flag.status = Flag.Status.OPEN
                 _log(flag, actor=None, before=before, note=f"worse since dismissed: {reason}")
         if flag.status != before or (flag.reason, flag.active, flag.figures) != unchanged:
@@ -142,7 +205,7 @@ def flags_evaluate(
     ]
 
 
-def _flag_set_status(*, flag: Flag, actor: AbstractBaseUser, status: str, note: str) -> Flag:
+def _flag_set_status(*, flag: Flag, actor: Account, status: str, note: str) -> Flag:
     flag = Flag.objects.select_for_update().get(pk=flag.pk)
     before = flag.status
     if before == status:
@@ -159,13 +222,13 @@ def _flag_set_status(*, flag: Flag, actor: AbstractBaseUser, status: str, note: 
 
 
 @transaction.atomic
-def flag_confirm(*, flag: Flag, actor: AbstractBaseUser, note: str = "") -> Flag:
+def flag_confirm(*, flag: Flag, actor: Account, note: str = "") -> Flag:
     """A manager agrees the flag points at a real problem (logged)."""
     return _flag_set_status(flag=flag, actor=actor, status=Flag.Status.CONFIRMED, note=note)
 
 
 @transaction.atomic
-def flag_dismiss(*, flag: Flag, actor: AbstractBaseUser, note: str = "") -> Flag:
+def flag_dismiss(*, flag: Flag, actor: Account, note: str = "") -> Flag:
     """A manager judges the flag a false alarm; it reopens only if the figures get worse."""
     return _flag_set_status(flag=flag, actor=actor, status=Flag.Status.DISMISSED, note=note)
 
@@ -177,7 +240,7 @@ def _notify_study(study: Study) -> None:
 
 @transaction.atomic
 def annotator_exclude(
-    *, study: Study, annotator: AbstractBaseUser, by: AbstractBaseUser, reason: str = ""
+    *, study: Study, annotator: Account, by: Account, reason: str = ""
 ) -> Exclusion:
     """Leave the annotator's answers out of the study's curated exports (until included again).
 
@@ -203,9 +266,7 @@ def annotator_exclude(
 
 
 @transaction.atomic
-def annotator_include(
-    *, study: Study, annotator: AbstractBaseUser, by: AbstractBaseUser
-) -> Exclusion | None:
+def annotator_include(*, study: Study, annotator: Account, by: Account) -> Exclusion | None:
     """Revoke the annotator's active exclusion (kept, with its revocation, as history)."""
     exclusion = (
         Exclusion.objects.select_for_update()

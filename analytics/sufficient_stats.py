@@ -83,7 +83,9 @@ class CategoricalStats:
         return _arrays_to_bytes({name: getattr(self, name) for name in _ARRAYS})
 
     @classmethod
-    def from_bytes(cls, data: bytes, *, n_annotators: int, n_values: int) -> CategoricalStats:
+    def from_bytes(
+        cls, data: bytes | memoryview, *, n_annotators: int, n_values: int
+    ) -> CategoricalStats:
         stats = cls(n_annotators, n_values)
         if data:
             with np.load(io.BytesIO(bytes(data))) as arrays:
@@ -99,7 +101,7 @@ class CategoricalStats:
 
 def _arrays_to_bytes(arrays: Mapping[str, NDArray[np.float64]]) -> bytes:
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    np.savez_compressed(buffer, allow_pickle=False, **arrays)  # float arrays: never pickled
     return buffer.getvalue()
 
 
@@ -160,7 +162,7 @@ class PairwiseStats:
         return _arrays_to_bytes({**arrays, "per_annotator": self.per_annotator})
 
     @classmethod
-    def from_bytes(cls, data: bytes, *, n_annotators: int) -> PairwiseStats:
+    def from_bytes(cls, data: bytes | memoryview, *, n_annotators: int) -> PairwiseStats:
         stats = cls(n_annotators)
         if data:
             with np.load(io.BytesIO(bytes(data))) as arrays:
@@ -211,7 +213,7 @@ class ContinuousStats:
     def add_item(
         self,
         who: NDArray[np.intp],
-        signs: NDArray[np.float64],
+        signs: NDArray[np.int64],
         figures: NDArray[np.float64],
         *,
         sign: float = 1.0,
@@ -231,7 +233,7 @@ class ContinuousStats:
         return _arrays_to_bytes({"signs": self.signs, "per_annotator": self.per_annotator})
 
     @classmethod
-    def from_bytes(cls, data: bytes, *, n_annotators: int) -> ContinuousStats:
+    def from_bytes(cls, data: bytes | memoryview, *, n_annotators: int) -> ContinuousStats:
         stats = cls(n_annotators)
         if data:
             with np.load(io.BytesIO(bytes(data))) as arrays:

@@ -5,29 +5,25 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from analytics.dashboard import dashboard_context, dashboard_questions, trace_overlay_context
+from analytics.dashboard import dashboard_context, dashboard_page_context, dashboard_questions
 from analytics.models import Flag
 from analytics.publishing import quality_publish
 from analytics.services import annotator_exclude, annotator_include, flag_confirm, flag_dismiss
-from apps.models_registry.selectors import leaderboard
+from apps.models_registry.selectors import MODEL_RUN_KINDS, leaderboard
+from apps.studies.access import managed_study
 from apps.studies.models import Question, Study
-from apps.studies.selectors import studies_managed_by
-
-
-def _managed_study(request: HttpRequest, study_id: int) -> Study:
-    """The study if the user manages it; 404 for everyone else (no hint that it exists)."""
-    return get_object_or_404(studies_managed_by(user=request.user), pk=study_id)
+from core.types import SignedInHtmxRequest
 
 
 def _question(study: Study, question_id: str | int | None) -> Question | None:
     questions = dashboard_questions(study)
-    chosen = [q for q in questions if str(q.pk) == str(question_id)]
-    return (chosen or questions or [None])[0]
+    first = questions[0] if questions else None
+    return next((q for q in questions if str(q.pk) == str(question_id)), first)
 
 
 def _back(study: Study, question_id: int | None) -> HttpResponse:
@@ -35,32 +31,36 @@ def _back(study: Study, question_id: int | None) -> HttpResponse:
     return redirect(f"{url}?question={question_id}" if question_id else url)
 
 
-def _annotators_fragment(request: HttpRequest, study: Study, question: Question | None):
+def _annotators_fragment(
+    request: SignedInHtmxRequest, study: Study, question: Question | None
+) -> HttpResponse:
     context = dashboard_context(study=study, question=question)
     return render(request, "analytics/dashboard.html#annotators", context)
 
 
 @login_required
-def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
+def dashboard(request: SignedInHtmxRequest, study_id: int) -> HttpResponse:
     """The quality dashboard of one question (``?question=<id>``, default the first; for a
-    continuous question ``?item=<id>`` chooses the item of the traces card)."""
-    study = _managed_study(request, study_id)
+    continuous question ``?item=<id>`` chooses the item of the traces card). htmx gets the live
+    cards, or only the summary with ``?part=summary`` (polled while answers wait)."""
+    study = managed_study(request, study_id)
     question = _question(study, request.GET.get("question"))
-    context = dashboard_context(study=study, question=question)
+    summary = request.htmx and request.GET.get("part") == "summary"
+    context = dashboard_context(study=study, question=question, plots=not summary)
     if request.htmx:
-        return render(request, "analytics/dashboard.html#live", context)
-    if question is not None and question.kind == Question.Kind.CONTINUOUS:
-        context.update(trace_overlay_context(question=question, item_id=request.GET.get("item")))
-    if question is not None and question.kind != Question.Kind.PAIRWISE:
+        fragment = "summary" if summary else "live"
+        return render(request, f"analytics/dashboard.html#{fragment}", context)
+    context.update(dashboard_page_context(question=question, query=request.GET))
+    if question is not None and question.kind in MODEL_RUN_KINDS:
         context["model_board"] = leaderboard(question=question, limit=5)
     return render(request, "analytics/dashboard.html", context)
 
 
 @login_required
 @require_POST
-def flag_review(request: HttpRequest, study_id: int, flag_id: int) -> HttpResponse:
+def flag_review(request: SignedInHtmxRequest, study_id: int, flag_id: int) -> HttpResponse:
     """Confirm or dismiss a flag (``action`` = confirm | dismiss, optional ``note``)."""
-    study = _managed_study(request, study_id)
+    study = managed_study(request, study_id)
     flag = get_object_or_404(Flag, pk=flag_id, study=study)
     action, note = request.POST.get("action"), request.POST.get("note", "")
     if action == "confirm":
@@ -77,9 +77,9 @@ def flag_review(request: HttpRequest, study_id: int, flag_id: int) -> HttpRespon
 
 @login_required
 @require_POST
-def annotator_exclusion(request: HttpRequest, study_id: int, user_id: int) -> HttpResponse:
+def annotator_exclusion(request: SignedInHtmxRequest, study_id: int, user_id: int) -> HttpResponse:
     """Exclude an annotator from curated exports, or include them again."""
-    study = _managed_study(request, study_id)
+    study = managed_study(request, study_id)
     annotator = get_object_or_404(get_user_model(), pk=user_id, memberships__study=study)
     action = request.POST.get("action")
     if action == "exclude":
@@ -101,9 +101,11 @@ def annotator_exclusion(request: HttpRequest, study_id: int, user_id: int) -> Ht
 
 @login_required
 @require_POST
-def competence_refresh(request: HttpRequest, study_id: int, question_id: int) -> HttpResponse:
+def competence_refresh(
+    request: SignedInHtmxRequest, study_id: int, question_id: int
+) -> HttpResponse:
     """Refit Dawid-Skene on every answer of the question now (a full-data pass)."""
-    study = _managed_study(request, study_id)
+    study = managed_study(request, study_id)
     question = get_object_or_404(Question, pk=question_id, study=study)
     quality_publish(question_id=question.pk, refresh_competence=True)
     messages.success(request, "Dawid-Skene competence refitted.")

@@ -13,9 +13,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from django.core.exceptions import NON_FIELD_ERRORS
+from django.conf import settings
+from django.core.exceptions import NON_FIELD_ERRORS, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from rest_framework import exceptions
+from django.template.defaultfilters import filesizeformat
+from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -31,7 +33,12 @@ def _detail(exc: DjangoValidationError) -> dict[str, list[str]]:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, plus Django ``ValidationError`` -> 400 with field errors."""
+    """DRF's handler, plus Django ``ValidationError`` -> 400 with field errors, and a body over
+    ``DATA_UPLOAD_MAX_MEMORY_SIZE`` -> 413 (Django alone answers an HTML 400)."""
+    if isinstance(exc, RequestDataTooBig):
+        limit = filesizeformat(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        detail = f"The request body is larger than {limit}; send less at a time."
+        return Response({"detail": detail}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(detail=_detail(exc))
     return drf_exception_handler(exc, context)

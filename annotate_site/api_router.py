@@ -6,17 +6,19 @@ views use :class:`apps.studies.api.permissions.InStudyMixin` to resolve the stud
 
 from rest_framework.routers import DefaultRouter
 
-from apps.accounts.api.views import InvitationViewSet
+from apps.accounts.api.views import InvitationViewSet, TokenViewSet
 from apps.annotations.api.views import AnnotationViewSet, StudyAnnotationViewSet
 from apps.continuous.api.views import TraceViewSet
 from apps.items.api.views import ItemViewSet
 from apps.models_registry.api.views import ModelRunViewSet
 from apps.preferences.api.views import JudgementViewSet, StudyPairViewSet
+from apps.recruitment.api.views import GoldAnswerViewSet
 from apps.studies.api.views import MembershipViewSet, QuestionViewSet, StudyViewSet
 
 IN_STUDY = r"studies/(?P<study_pk>[^/.]+)"
 
 router = DefaultRouter()
+router.register("auth/tokens", TokenViewSet, basename="api-token-info")
 router.register("studies", StudyViewSet, basename="study")
 router.register(IN_STUDY, StudyAnnotationViewSet, basename="study-annotation")
 router.register(f"{IN_STUDY}/questions", QuestionViewSet, basename="study-question")
@@ -28,3 +30,4 @@ router.register(f"{IN_STUDY}/pairs", StudyPairViewSet, basename="study-pair")
 router.register("judgements", JudgementViewSet, basename="judgement")
 router.register(f"{IN_STUDY}/traces", TraceViewSet, basename="study-trace")
 router.register(f"{IN_STUDY}/model-runs", ModelRunViewSet, basename="study-model-run")
+router.register(f"{IN_STUDY}/gold-answers", GoldAnswerViewSet, basename="study-gold-answer")

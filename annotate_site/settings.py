@@ -6,22 +6,48 @@ Production differs only by environment variables:
 
 ``DATABASE_URL``   e.g. ``postgres://user@127.0.0.1:5432/studio`` (PostgreSQL via psycopg 3)
 ``REDIS_URL``      e.g. ``redis://127.0.0.1:6379/0`` (channels-redis layer)
-``SECRET_KEY``     required whenever ``DEBUG`` is off and the key file is not wanted
-``ALLOWED_HOSTS``  comma-separated host names
+``SECRET_KEY``     required in production (else a key generated once into the local directory)
+``ALLOWED_HOSTS``  comma-separated host names (required in production)
 ``CSRF_TRUSTED_ORIGINS`` comma-separated origins behind a TLS proxy
+``STUDIO_PRODUCTION`` ``1`` (set by ``annotation-studio prod``): refuse to start without
+                   ``SECRET_KEY`` and ``ALLOWED_HOSTS`` or with ``DJANGO_DEBUG``; HTTPS on
+``STUDIO_HTTPS``   served through a TLS proxy (default: ``STUDIO_PRODUCTION``): SSL redirect,
+                   secure cookies, HSTS (``SECURE_HSTS_SECONDS``), trust ``X-Forwarded-Proto``
+``STUDIO_LOCAL_DIR`` SQLite file, generated key, static files (default ``.local/`` of a
+                   checkout, ``$XDG_DATA_HOME/annotation-studio`` when installed)
 ``MEDIA_ROOT``     where uploaded item files live
+``MEDIA_ACCEL_REDIRECT`` / ``MEDIA_X_SENDFILE`` let nginx / Apache send the stimuli's bytes
+``UPLOAD_MAX_MEDIA_BYTES``, ``UPLOAD_MAX_IMPORT_BYTES``, ``UPLOAD_MAX_MODEL_RUN_BYTES`` size limits
+``CSP_MEDIA_SOURCES`` where stimuli named by URL may load from (Content-Security-Policy)
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-LOCAL_DIR = Path(os.environ.get("STUDIO_LOCAL_DIR", BASE_DIR / ".local"))
+PACKAGE_DIR = Path(__file__).resolve().parent
+# The site-wide templates/ and static/: top-level folders in a checkout, copied inside the
+# package by the build (setup.py) when the studio is installed.
+SITE_FILES_DIR = PACKAGE_DIR if (PACKAGE_DIR / "templates").is_dir() else BASE_DIR
+
+
+def _default_local_dir() -> Path:
+    """``.local/`` of a checkout; the user's data directory when the studio is installed."""
+    if (BASE_DIR / "manage.py").is_file():
+        return BASE_DIR / ".local"
+    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data_home) / "annotation-studio"
+
+
+LOCAL_DIR = Path(os.environ.get("STUDIO_LOCAL_DIR") or _default_local_dir())
 
 
 def _env_bool(name: str, default: bool = False) -> bool:
@@ -32,17 +58,34 @@ def _env_list(name: str, default: str = "") -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
+def _private_file(path: Path) -> Path:
+    """Create ``path`` (empty) and its directory, readable by their owner only, if missing."""
+    LOCAL_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    return path
+
+
 def _local_secret_key() -> str:
     """Return a per-checkout secret key, generated once and kept out of version control."""
     path = LOCAL_DIR / "secret_key"
     if not path.exists():
-        LOCAL_DIR.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        _private_file(path).write_text(secrets.token_urlsafe(50))
     return path.read_text().strip()
 
 
 DEBUG = _env_bool("DJANGO_DEBUG")
+# Production refuses to guess: no generated key, no default host names, no debug pages.
+PRODUCTION = _env_bool("STUDIO_PRODUCTION")
+if PRODUCTION:
+    for _name in ("SECRET_KEY", "ALLOWED_HOSTS"):
+        if not os.environ.get(_name, "").strip():
+            raise ImproperlyConfigured(
+                f"STUDIO_PRODUCTION=1 needs {_name} in the environment (README: Deploying)."
+            )
+    if DEBUG:
+        raise ImproperlyConfigured(
+            "DJANGO_DEBUG=1 shows debug pages: never with STUDIO_PRODUCTION=1."
+        )
 SECRET_KEY = os.environ.get("SECRET_KEY") or _local_secret_key()
 ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS")
@@ -58,8 +101,10 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
+    "axes",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "template_partials",
     "django_htmx",
@@ -67,14 +112,19 @@ INSTALLED_APPS = [
     "apps.studies",
     "apps.items",
     "apps.annotations",
+    "apps.categorical",
     "apps.preferences",
     "apps.continuous",
     "analytics",
+    "apps.adjudication",
     "apps.models_registry",
+    "apps.recruitment",
+    "apps.demo",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -83,6 +133,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out sign-in into its lockout response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "annotate_site.urls"
@@ -92,7 +144,7 @@ WSGI_APPLICATION = "annotate_site.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [SITE_FILES_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -104,27 +156,60 @@ TEMPLATES = [
     }
 ]
 
+# The local SQLite file is created private (SQLite gives its WAL files the same mode).
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{LOCAL_DIR / 'studio.sqlite3'}"),
+        os.environ.get("DATABASE_URL")
+        or f"sqlite:///{_private_file(LOCAL_DIR / 'studio.sqlite3')}",
         conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")),
+        # a kept connection that died with the database is replaced, not reused
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers run beside the single writer; the timeout waits out short write locks.
+    # The studio's backend queues a process's writers on a lock (annotate_site/sqlite/base.py).
+    DATABASES["default"]["ENGINE"] = "annotate_site.sqlite"
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+# Under ASGI every request runs in a thread of its own, and Django's connections belong to a
+# thread: without a pool each request opened (and closed) a PostgreSQL connection. The
+# process's pool hands them over; it replaces DB_CONN_MAX_AGE (left 0). DB_POOL_SIZE=0: off.
+DB_POOL_SIZE = int(os.environ.get("DB_POOL_SIZE", "8"))
+if DATABASES["default"]["ENGINE"].endswith("postgresql") and DB_POOL_SIZE:
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": DB_POOL_SIZE,
+        # a request waits at most 5 s for a connection; then (the database away, or every
+        # connection busy) it answers 503 with Retry-After instead of hanging (errors.py)
+        "timeout": 5,
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
+    # channels-redis waits for messages with BZPOPMIN, blocking up to 5 s on the server, while
+    # redis-py 8 gives every read a 5 s socket timeout by default: an idle worker or websocket
+    # died with "Timeout reading from ..." after 5-10 s. Reads here wait 15 s (the 5 s block plus
+    # a margin); TCP keepalive and a PING on connections idle for 30 s find dead peers.
+    # Options in the URL's query string (?socket_timeout=...) still win over these.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "BACKEND": "annotate_site.channel_layer.RedisChannelLayer",
+            "CONFIG": {
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_timeout": 15,
+                        "socket_connect_timeout": 5,
+                        "socket_keepalive": True,
+                        "health_check_interval": 30,
+                    }
+                ]
+            },
         }
     }
 else:
@@ -134,10 +219,33 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+# django-axes first: it refuses any sign-in (web form, admin, API token) from a locked-out
+# IP address or account before the password is even checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "studies:home"
 LOGOUT_REDIRECT_URL = "login"
+# Sign-in throttling (django-axes) for the sign-in page, the admin and the API token endpoint:
+# LOGIN_FAILURE_LIMIT failures from one IP address (any accounts), or for one account (from any
+# addresses), lock that address or account out until LOGIN_COOLOFF_MINUTES have passed since its
+# last failure; even the right password is refused meanwhile. The page answers 429 and says why.
+# Counts live in the database (`manage.py axes_reset` clears them). Behind a reverse proxy, run
+# daphne with --proxy-headers so that REMOTE_ADDR is the client, not the proxy.
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "10"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_LOCKOUT_CALLABLE = "apps.accounts.views.locked_out"
+# API tokens (django-rest-knox): only a SHA-512 digest is stored; each token expires
+# API_TOKEN_TTL_DAYS after it was made; users list and revoke theirs (page and API).
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=int(os.environ.get("API_TOKEN_TTL_DAYS", "30"))),
+    "AUTH_HEADER_PREFIX": "Token",
+}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -146,13 +254,28 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = LOCAL_DIR / "staticfiles"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [SITE_FILES_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
-MEDIA_URL = "media/"
+MEDIA_URL = "media/"  # not served as such: apps.items serves each stimulus to members only
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", LOCAL_DIR / "media"))
+# Behind a proxy, let it send the stimuli's bytes once the app has checked access: nginx with
+# MEDIA_ACCEL_REDIRECT=/protected-media/ (an `internal` location aliased to MEDIA_ROOT), or
+# Apache's mod_xsendfile with MEDIA_X_SENDFILE=1.
+MEDIA_ACCEL_REDIRECT = os.environ.get("MEDIA_ACCEL_REDIRECT", "")
+MEDIA_X_SENDFILE = _env_bool("MEDIA_X_SENDFILE")
+# Largest file accepted per upload, in bytes, checked while the body streams in (413 past it):
+# a stimulus (image, audio, video), an item file (CSV / JSON Lines), a model-run file (CSV,
+# JSON Lines or NPZ; an NPZ's arrays may not hold more than this once uncompressed either).
+UPLOAD_MAX_MEDIA_BYTES = int(os.environ.get("UPLOAD_MAX_MEDIA_BYTES", 50 * 1024 * 1024))
+UPLOAD_MAX_IMPORT_BYTES = int(os.environ.get("UPLOAD_MAX_IMPORT_BYTES", 50 * 1024 * 1024))
+UPLOAD_MAX_MODEL_RUN_BYTES = int(os.environ.get("UPLOAD_MAX_MODEL_RUN_BYTES", 100 * 1024 * 1024))
+# Score tables of a pairwise question (count scores per annotator, pooled Bradley-Terry with
+# standard errors) hold items x items matrices: a question with more items gets none, and its
+# results page says so (the judgements still download, streamed).
+PAIRWISE_SCORES_MAX_ITEMS = int(os.environ.get("PAIRWISE_SCORES_MAX_ITEMS", 2000))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
@@ -160,18 +283,54 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the <body hx-headers> attribute instead
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
-if not DEBUG and _env_bool("SECURE_COOKIES"):
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
+# Content-Security-Policy of every response (django-csp): scripts, styles, fonts, fetches and
+# websockets come from the studio's own origin only; no inline script or style and no eval
+# (templates load static files; htmx runs with allowEval off and without its inline indicator
+# styles, see base.html). Stimuli named by a URL may live elsewhere: images, audio and video may
+# also load from CSP_MEDIA_SOURCES (comma-separated CSP sources; default "https:", e.g.
+# "https://media.example.org" to name the host, or "" for the studio's own uploads only).
+# A response that sets its own policy keeps it (uploaded stimuli are served sandboxed).
+CSP_MEDIA_SOURCES = _env_list("CSP_MEDIA_SOURCES", "https:")
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:", "blob:", *CSP_MEDIA_SOURCES],
+        "media-src": [SELF, "blob:", *CSP_MEDIA_SOURCES],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+# Served through a TLS proxy (README: Deploying; on by default in production): plain HTTP is
+# redirected, cookies are HTTPS-only, browsers are told to use HTTPS for a year (HSTS), and the
+# proxy's X-Forwarded-Proto says whether a request came over HTTPS. The proxy must set that
+# header; daphne listens on 127.0.0.1 only, so no client can send it around the proxy.
+HTTPS = _env_bool("STUDIO_HTTPS", PRODUCTION)
+SECURE_SSL_REDIRECT = HTTPS
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", 31_536_000 if HTTPS else 0))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = _env_bool("SECURE_HSTS_PRELOAD", True)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "knox.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "annotate_site.api_pagination.CappedLimitOffsetPagination",
+    "DEFAULT_PARSER_CLASSES": [
+        "annotate_site.api_parsers.StorableJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "annotate_site.api_exceptions.exception_handler",
 }
@@ -179,10 +338,15 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Annotation Studio API",
     "DESCRIPTION": (
         "Studies, questions, items, assignments and append-only annotations. "
-        "Authenticate with `Authorization: Token <key>` (POST /api/auth/token/)."
+        "Authenticate with `Authorization: Token <key>` (POST /api/auth/token/). Tokens "
+        "expire (30 days by default); list and revoke yours under /api/auth/tokens/."
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /api/docs/ serves Swagger UI from the drf-spectacular-sidecar package: no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "QuestionKindEnum": "apps.studies.models.Question.Kind",
@@ -190,11 +354,24 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# The question kinds, one line each (docs/adding-a-question-kind.md): dotted paths of their
+# apps.studies.kinds.QuestionKind objects, in the order the question form offers them.
+QUESTION_KINDS = [
+    "apps.categorical.kind.CATEGORICAL",
+    "apps.continuous.kind.CONTINUOUS",
+    "apps.preferences.kind.PAIRWISE",
+]
+
+# The quality settings below are read once per use into analytics.config.QualityConfig.
 # Where quality updates run after a commit: "thread" (default) on one background thread of the
 # web process; "inline" in the committing thread itself (the tests use it: deterministic);
 # "worker" on channel workers (`manage.py runworker quality-updates`) over Redis, which
 # production with several web processes runs beside daphne.
 QUALITY_UPDATES = os.environ.get("QUALITY_UPDATES", "thread")
+# Every served process (daphne, runworker) sends the questions whose answers still wait for
+# analysis on their way at start and then every N seconds (0 = never): the catch-up after a
+# worker, Redis or a web process was down (analytics.pipeline.quality_sweep).
+QUALITY_SWEEP_INTERVAL = float(os.environ.get("QUALITY_SWEEP_INTERVAL", "30"))
 # Live quality dashboard (analytics.publishing): a new snapshot row at most every N seconds
 # (the newest row is updated in between); Dawid-Skene refit at most every N seconds (0 = only
 # on rebuild and on demand); evidence needed before a flag; pairs sharing fewer items get no
@@ -202,11 +379,20 @@ QUALITY_UPDATES = os.environ.get("QUALITY_UPDATES", "thread")
 # much worse (indicator units) a dismissed flag must get to reopen.
 QUALITY_SNAPSHOT_INTERVAL = int(os.environ.get("QUALITY_SNAPSHOT_INTERVAL", "60"))
 QUALITY_DS_INTERVAL = int(os.environ.get("QUALITY_DS_INTERVAL", "0"))
+# Confidence intervals of the indicators (bootstrap and analytic, seconds of work on a large
+# question): recomputed by the quality processing at most every N seconds per question and
+# carried forward in between (0 = never).
+QUALITY_INTERVAL_SECONDS = int(os.environ.get("QUALITY_INTERVAL_SECONDS", "120"))
 QUALITY_MIN_EVIDENCE = int(os.environ.get("QUALITY_MIN_EVIDENCE", "20"))
 QUALITY_MIN_REPEATS = int(os.environ.get("QUALITY_MIN_REPEATS", "10"))
 QUALITY_MIN_OVERLAP = int(os.environ.get("QUALITY_MIN_OVERLAP", "10"))
 QUALITY_MIN_ANNOTATORS = int(os.environ.get("QUALITY_MIN_ANNOTATORS", "5"))
 QUALITY_REOPEN_MARGIN = float(os.environ.get("QUALITY_REOPEN_MARGIN", "0.1"))
+# Evidence before a flag on pairwise transitivity (complete triplets), on continuous kappa_SDA
+# with others (traces) and on continuous figures against the truth (gold items).
+QUALITY_MIN_TRIPLETS = int(os.environ.get("QUALITY_MIN_TRIPLETS", "10"))
+QUALITY_MIN_TRACES = int(os.environ.get("QUALITY_MIN_TRACES", "3"))
+QUALITY_MIN_GOLD_ITEMS = int(os.environ.get("QUALITY_MIN_GOLD_ITEMS", "1"))
 # A dashboard redraws its plots at most every N seconds (its table on every update).
 QUALITY_PLOT_INTERVAL = float(os.environ.get("QUALITY_PLOT_INTERVAL", "5"))
 

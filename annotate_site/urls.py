@@ -1,14 +1,18 @@
-"""Site URLs: pages per app, the REST API with its OpenAPI schema, admin, media."""
+"""Site URLs: pages per app, the REST API with its OpenAPI schema, admin.
 
-from django.conf import settings
+Uploaded stimuli have no route of their own: ``items:media`` serves each to its study's members.
+"""
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path, re_path
-from django.views.static import serve
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
+from django.templatetags.static import static
+from django.urls import include, path
+from django.utils.functional import lazy
+from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from annotate_site.api_router import router
+from apps.accounts.api.views import TokenLoginView, TokenLogoutAllView, TokenLogoutView
 
 urlpatterns = [
     path("", include("apps.studies.urls")),
@@ -18,14 +22,23 @@ urlpatterns = [
     path("", include("apps.items.urls")),
     path("", include("apps.accounts.urls")),
     path("", include("analytics.urls")),
+    path("", include("apps.adjudication.urls")),
     path("", include("apps.models_registry.urls")),
+    path("", include("apps.recruitment.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("api/auth/token/", obtain_auth_token, name="api-token"),
+    # Pages link the icon; this answers clients that ask for /favicon.ico without looking
+    # (resolved per request: the static manifest need not exist when the URLs are imported).
+    path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("img/favicon.svg"))),
+    path("api/auth/token/", TokenLoginView.as_view(), name="api-token"),
+    path("api/auth/logout/", TokenLogoutView.as_view(), name="api-logout"),
+    path("api/auth/logoutall/", TokenLogoutAllView.as_view(), name="api-logout-all"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # Swagger UI from the sidecar package; its start-up script is a file, not inline (CSP).
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include(router.urls)),
-    # Uploaded stimuli. Behind a production proxy, serve MEDIA_ROOT from the proxy instead.
-    re_path(r"^media/(?P<path>.*)$", serve, {"document_root": settings.MEDIA_ROOT}),
 ]
+
+# A database that cannot be reached answers 503 with Retry-After, not the generic 500 page.
+handler500 = "annotate_site.errors.server_error"

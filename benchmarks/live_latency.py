@@ -39,28 +39,12 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.django_setup import ROOT, setup_django
+
 LABELS = ["negative", "neutral", "positive"]
 ROW = re.compile(
     r'<th scope="row">([^<\s]+)[^<]*(?:<span[^>]*>[^<]*</span>)?</th>\s*<td class="num[^"]*">(\d+)'
 )
-
-
-def _setup_django(tmp: Path) -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate_site.settings")
-    os.environ["STUDIO_LOCAL_DIR"] = str(tmp)
-    os.environ.setdefault("QUALITY_SNAPSHOT_INTERVAL", "10")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.core.management import call_command
-
-    # seeded users need no strong hashes (PBKDF2 costs ~0.3 s a user)
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-    call_command("migrate", verbosity=0)
 
 
 def _seed(*, n_annotators: int, n_annotations: int, per_item: int, submits: int, seed: int):
@@ -377,10 +361,10 @@ def main() -> None:
         args.annotations, args.annotators, args.submits, args.think = 20_000, 10, 4, 0.5
 
     tmp = Path(tempfile.mkdtemp(prefix="live-latency-"))
-    _setup_django(tmp)
+    setup_django(tmp, defaults={"QUALITY_SNAPSHOT_INTERVAL": "10"}, fast_passwords=True)
     from django.conf import settings
     from django.test import Client
-    from rest_framework.authtoken.models import Token
+    from knox.models import AuthToken
 
     from apps.annotations.models import Assignment
 
@@ -439,7 +423,7 @@ def main() -> None:
         clients.append(
             {
                 "name": user.username,
-                "token": Token.objects.get_or_create(user=user)[0].key,
+                "token": AuthToken.objects.create(user=user)[1],
                 "assignments": open_,
                 "done": done,
             }

@@ -4,8 +4,11 @@ Ten annotators traced the green intensity of two videos whose true intensity is 
 (``shared/datasets/green_intensity``, see its README). This prints, per task: the ICCs
 among annotators (paper: ICC(k) 0.97), each annotator's lag behind the truth (paper: about
 1.6 s), each annotator's agreement with the truth after the shift (SDA, kappa_SDA, trend F1
-and MCC, cubic distortion fit), and the pairwise comparator matrices. The loaders are
-shared with ``tests/analytics/metrics/test_real_data_green.py``.
+and MCC, cubic distortion fit), and the pairwise comparator matrices; then the dashboard's
+trace figures with 95 % intervals and the independent samples they rest on
+(``indicator_intervals_traces``: kappa_SDA with the truth and with the others, raw and with
+each lag removed, HAC intervals; the study ICC). The loaders are shared with
+``tests/analytics/metrics/test_real_data_green.py``.
 
 Run with ``.venv/bin/python -m benchmarks.report_green_intensity``. The data folder can be
 moved with the environment variable ``GREEN_INTENSITY_DIR``.
@@ -20,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from analytics.metrics.alignment import dtw_align, estimate_lag, shift_trace, windowed_sda
+from analytics.metrics.intervals import indicator_intervals_traces
 from analytics.metrics.traces import (
     ccc,
     ccc_matrix,
@@ -177,6 +181,8 @@ def report_task(task: str) -> None:
     ):
         print(f"    {label:18s} {_summary(matrix)}")
 
+    report_intervals(truth, annotations)
+
     if task == "TaskA":
         fit = fit_monotonic_cubic(aligned[6], aligned_truth, direction="annotation_to_truth")
         distorted = np.polyval(fit.coefficients, aligned_truth)
@@ -185,6 +191,36 @@ def report_task(task: str) -> None:
             f"Pearson {pearson(distorted, aligned_truth):.3f} (paper 0.90), "
             f"CCC {ccc(distorted, aligned_truth):.3f} (paper 0.43)"
         )
+
+
+def report_intervals(truth: NDArray[np.float64], annotations: NDArray[np.float64]) -> None:
+    """The dashboard's trace figures of one task with 95 % intervals (HAC, flat-top window)
+    and effective samples; the annotators' dead band is the study demo's 0.005, the truth's
+    only its float noise (TOL)."""
+    out = indicator_intervals_traces(
+        [annotations], rate_hz=1, truths=[truth], max_lag=MAX_LAG_S, tol=0.005, truth_tol=TOL
+    )
+    print("  with 95 % intervals (annotators' tol 0.005, truth's 1e-5; lags removed, no padding)")
+    print("    annot.  kSDA with truth          kSDA w/ others raw       kSDA w/ others aligned")
+    keys = ("kappa_truth", "kappa_sda", "kappa_sda_aligned")
+    for k, name in enumerate(ANNOTATORS):
+        cells = [
+            f"{out[key].estimate[k]:.3f} [{out[key].low[k]:.3f}, {out[key].high[k]:.3f}]"
+            for key in keys
+        ]
+        print(f"    {name:6s}  " + "   ".join(cells))
+    print(
+        "    independent steps (of "
+        + ", ".join(
+            f"{key} {out[key].n[0]}: {np.nanmedian(out[key].n_effective):.0f}" for key in keys
+        )
+        + ", median over annotators)"
+    )
+    found = out["icc"]
+    print(
+        f"    ICC(1,k) {found.estimate:.3f} on {found.n} samples worth"
+        f" {found.n_effective:.0f} independent ones (one item: no interval over items)"
+    )
 
 
 def main() -> None:

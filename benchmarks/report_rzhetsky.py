@@ -4,15 +4,21 @@
 (``shared/datasets/rzhetsky2009``, see its README; codes 1-5, -1 = not annotated). This
 prints the pairwise overlaps and Cohen's kappas (pairs below the overlap threshold are nan:
 the panel never puts some annotators together), Fleiss' kappa, Krippendorff's alpha at three
-levels, Dawid-Skene competences, label skew, AAD-RMSE and the outlier flags. The loader is
-shared with ``tests/analytics/metrics/test_real_data_rzhetsky.py``.
+levels, Dawid-Skene competences, label skew, AAD-RMSE and the outlier flags, each figure with
+its 95 % interval (issue #11): Fleiss' kappa with the linearisation interval and the null
+test of Fleiss, Nee & Landis, alpha with an item bootstrap, kappa with others with the
+delta-method interval, mean AAD with an item bootstrap, Dawid-Skene competence with an item
+bootstrap of EM refits (``--ds-replicates``, 50 by default: each refit takes seconds), and
+the flags of ``flag_with_intervals``. The loader is shared with
+``tests/analytics/metrics/test_real_data_rzhetsky.py``.
 
-Run with ``.venv/bin/python -m benchmarks.report_rzhetsky``. The data folder can be moved with
-the environment variable ``RZHETSKY_DIR``.
+Run with ``.venv/bin/python -m benchmarks.report_rzhetsky [--ds-replicates N]``. The data
+folder can be moved with the environment variable ``RZHETSKY_DIR``.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -21,14 +27,17 @@ from numpy.typing import NDArray
 
 from analytics.metrics import (
     aad_rmse_per_item,
-    dawid_skene,
-    flag_outliers,
-    fleiss_kappa,
-    krippendorff_alpha,
+    alpha_bootstrap,
+    dawid_skene_competence_bootstrap,
+    flag_with_intervals,
     label_skew,
     landis_koch_band,
-    mean_with_others,
     pairwise_kappa,
+)
+from analytics.metrics.intervals import (
+    fleiss_kappa_interval,
+    fleiss_kappa_null_se,
+    indicator_intervals_categorical,
 )
 
 DATA_DIR = Path(
@@ -61,6 +70,13 @@ def _print_matrix(title: str, matrix: NDArray[np.float64], fmt: str) -> None:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ds-replicates", type=int, default=50)
+    report(parser.parse_args().ds_replicates)
+
+
+def report(ds_replicates: int) -> None:
+    """Print the reproduction; Dawid-Skene intervals from ``ds_replicates`` refits."""
     ratings = load_ratings()
     rated = ~np.isnan(ratings)
     values, counts = np.unique(ratings[rated], return_counts=True)
@@ -77,40 +93,63 @@ def main() -> None:
     kappa = pairwise_kappa(ratings, min_overlap=MIN_OVERLAP)
     _print_matrix(f"\nCohen's kappa per pair (min overlap {MIN_OVERLAP})", kappa, ".3f")
 
-    print("\nStudy-level agreement")
-    fleiss = fleiss_kappa(ratings)
-    print(f"  Fleiss' kappa           {fleiss:.4f} ({landis_koch_band(fleiss)})")
+    out = indicator_intervals_categorical(ratings, min_overlap=MIN_OVERLAP, seed=0)
+    print("\nStudy-level agreement (95 % intervals)")
+    fleiss = fleiss_kappa_interval(ratings)
+    z = fleiss.estimate / fleiss_kappa_null_se(ratings)
+    print(
+        f"  Fleiss' kappa           {_interval(fleiss.estimate, fleiss.low, fleiss.high)}"
+        f" ({landis_koch_band(fleiss.estimate)}; {fleiss.n:,} items; z vs chance {z:.0f})"
+    )
     for level in ("nominal", "ordinal", "interval"):
-        print(f"  Krippendorff alpha {level:<9} {krippendorff_alpha(ratings, level=level):.4f}")
+        alpha = alpha_bootstrap(ratings, level=level, seed=0)
+        print(
+            f"  Krippendorff alpha {level:<9}"
+            f" {_interval(alpha.estimate, alpha.low, alpha.high)} (item bootstrap)"
+        )
     rmse = aad_rmse_per_item(ratings)
     print(f"  AAD-RMSE per item       mean {np.nanmean(rmse):.3f}, 0 on {np.mean(rmse == 0):.1%}")
 
-    fit = dawid_skene(ratings)
-    with_others = mean_with_others(kappa)
+    competence = dawid_skene_competence_bootstrap(ratings, n_boot=ds_replicates, seed=0)
+    kappa_others, aad = out["kappa"], out["aad"]
     skew = label_skew(ratings)
-    print(f"\nPer annotator (Dawid-Skene: {fit.n_iter} EM iterations, converged={fit.converged})")
-    print("  annot  items  kappa w/ others  DS competence  label skew (JSD)")
+    print(f"\nPer annotator (Dawid-Skene: item bootstrap of {ds_replicates} EM refits)")
+    print("  annot  items  kappa w/ others        mean AAD               DS competence       skew")
     for k in range(ratings.shape[0]):
-        print(
-            f"  a{k:<5}{rated[k].sum():>6}  {with_others[k]:>15.3f}  {fit.competence[k]:>13.3f}"
-            f"  {skew[k]:>16.3f}"
-        )
-    print(
-        "  class priors: "
-        + ", ".join(f"{v:g}: {p:.3f}" for v, p in zip(fit.values, fit.priors, strict=True))
-    )
+        cells = [
+            _interval(res.estimate[k], res.low[k], res.high[k])
+            for res in (kappa_others, aad, competence)
+        ]
+        print(f"  a{k:<5}{rated[k].sum():>6}  {cells[0]}  {cells[1]}  {cells[2]}  {skew[k]:.3f}")
 
-    flags = flag_outliers(
-        {"kappa": with_others, "competence": fit.competence, "skew": skew},
-        rated.sum(axis=1),
-        min_evidence=MIN_OVERLAP,
-        z_threshold={"kappa": -3.5, "competence": -3.5, "skew": 3.5},
-        names={"kappa": "kappa with others", "competence": "DS competence", "skew": "label skew"},
+    print(
+        "\nFlags (whole interval below a floor, or beyond the colleagues; see flag_with_intervals)"
     )
-    print("\nOutlier flags (robust z beyond 3.5):")
-    for flag in flags:
-        print(f"  a{flag.annotator}: {flag.reason}")
-    print(f"  {len(flags)} flag(s)")
+    flags = [
+        ("kappa with others", "low", 0.2, kappa_others),
+        ("mean AAD", "high", None, aad),
+        ("DS competence", "low", None, competence),
+    ]
+    found = 0
+    for name, side, floor, res in flags:
+        for flag in flag_with_intervals(
+            res.estimate,
+            res.low,
+            res.high,
+            rated.sum(axis=1),
+            min_evidence=MIN_OVERLAP,
+            bad_side=side,
+            floor=floor,
+            name=name,
+        ):
+            print(f"  a{flag.annotator}: {flag.reason}")
+            found += 1
+    print(f"  {found} flag(s) among {ratings.shape[0]} annotators")
+
+
+def _interval(estimate: float, low: float, high: float) -> str:
+    """``0.59 [0.48, 0.69]``."""
+    return f"{estimate:.3f} [{low:.3f}, {high:.3f}]"
 
 
 if __name__ == "__main__":

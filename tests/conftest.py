@@ -53,7 +53,22 @@ def _fast_password_hashing(settings):
 
 
 @pytest.fixture(autouse=True)
+def _axes_off(settings):
+    """Sign-in throttling (django-axes) is off, so that tests may sign in as often as they like
+    and use ``client.login``; the tests of throttling turn it on with ``axes_on``."""
+    settings.AXES_ENABLED = False
+
+
+@pytest.fixture
+def axes_on(settings):
+    """Sign-in throttling on, as in production (its counts live in the test database)."""
+    settings.AXES_ENABLED = True
+
+
+@pytest.fixture(autouse=True)
 def _quality_updates_inline(settings):
     """Quality updates run in the committing thread, so a test sees them when it asserts
     (the background-thread mode has its own tests)."""
     settings.QUALITY_UPDATES = "inline"
+    settings.QUALITY_SWEEP_INTERVAL = 0  # no sweeper thread in the test process
+    settings.QUALITY_INTERVAL_SECONDS = 0  # no interval bootstrap unless a test asks for it

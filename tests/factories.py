@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import factory
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 
 from apps.items.models import Item
 from apps.studies.models import Membership, Question, Study
+from apps.studies.selectors import study_creation_permission
 from apps.studies.services import membership_add, question_create, study_set_status
 
 PASSWORD = "correct-horse-battery"
@@ -26,7 +26,7 @@ class UserFactory(factory.django.DjangoModelFactory):
     def manager(self, create: bool, extracted: bool, **kwargs: object) -> None:
         """``UserFactory(manager=True)`` may create studies."""
         if extracted:
-            self.user_permissions.add(Permission.objects.get(codename="manage_studies"))
+            self.user_permissions.add(study_creation_permission())
         self.save()
 
 

@@ -32,6 +32,12 @@ def as_ratings(ratings: ArrayLike, *, name: str = "ratings") -> NDArray[np.float
     return arr
 
 
+def check_min_overlap(min_overlap: object) -> None:
+    """Refuse a ``min_overlap`` that is not a whole number (``True`` included)."""
+    if isinstance(min_overlap, bool) or not isinstance(min_overlap, int | np.integer):
+        raise ValueError(f"min_overlap must be an integer; got {min_overlap!r}")
+
+
 def as_trace(x: ArrayLike, *, name: str = "x", allow_nan: bool = False) -> NDArray[np.float64]:
     """Return ``x`` as a 1-D float trace.
 

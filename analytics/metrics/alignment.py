@@ -46,7 +46,6 @@ from analytics.metrics.traces import (
     _difference_signs,
     _onehot,
     _pair,
-    pearson_matrix,
     sda_from_counts,
 )
 
@@ -55,6 +54,7 @@ __all__ = [
     "LagEstimate",
     "dtw_align",
     "estimate_lag",
+    "remove_lags",
     "shift_trace",
     "windowed_sda",
 ]
@@ -152,18 +152,47 @@ def estimate_lag(
         raise ValueError(
             f"traces of {n} common samples are too short for lags up to {lag_max} samples"
         )
-    candidates = sliding_window_view(x[:n], span)  # row i = x shifted by i - lag_max
-    correlations = pearson_matrix(np.vstack([candidates, ref[lag_max : n - lag_max]]))[-1, :-1]
+    correlations = _lag_correlations(x[None, :n], ref[:n], lag_max)[0]
     if np.isnan(correlations).all():
         raise ValueError("no lag gives a defined correlation (constant trace or reference)")
-    lags = np.arange(-lag_max, lag_max + 1)
-    order = np.argsort(np.abs(lags), kind="stable")  # ties -> smallest |lag|
-    best = order[np.nanargmax(correlations[order])]
+    best = _best_lag(correlations[None])[0]
     return LagEstimate(
-        samples=int(lags[best]),
-        seconds=float(lags[best] / rate_hz),
+        samples=int(best - lag_max),
+        seconds=float((best - lag_max) / rate_hz),
         correlation=float(correlations[best]),
     )
+
+
+def _lag_correlations(
+    rows: NDArray[np.float64], reference: NDArray[np.float64], lag_max: int
+) -> NDArray[np.float64]:
+    """Pearson correlation of every row shifted by each lag ``-lag_max..lag_max`` (column
+    ``lag + lag_max``) with ``reference[lag_max : n - lag_max]``; nan where a window or the
+    reference is constant. All rows and lags at once: one product of the sliding windows
+    with the centred reference, window sums from cumulative sums."""
+    n = rows.shape[1]
+    span = n - 2 * lag_max
+    y = reference[lag_max : n - lag_max]
+    centred = y - y.mean()
+    windows = sliding_window_view(rows, span, axis=1)  # (R, 2 lag_max + 1, span)
+    cross = windows @ centred
+    sums = np.cumsum(np.pad(rows, ((0, 0), (1, 0))), axis=1)
+    squares = np.cumsum(np.pad(rows**2, ((0, 0), (1, 0))), axis=1)
+    total = sums[:, span:] - sums[:, :-span]
+    spread = (squares[:, span:] - squares[:, :-span]) - total**2 / span
+    constant = (np.ptp(windows, axis=-1) == 0) | (np.ptp(y) == 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        correlation = cross / np.sqrt(np.clip(spread, 0.0, None) * (centred @ centred))
+    return np.where(constant, np.nan, np.clip(correlation, -1.0, 1.0))
+
+
+def _best_lag(correlations: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Column of the largest correlation of each row, ties to the smallest ``abs(lag)``
+    (columns ``0 .. 2 L`` are lags ``-L .. L``); rows all nan give the middle column."""
+    lag_max = correlations.shape[1] // 2
+    order = np.argsort(np.abs(np.arange(-lag_max, lag_max + 1)), kind="stable")
+    filled = np.where(np.isnan(correlations), -np.inf, correlations)
+    return order[np.argmax(filled[:, order], axis=1)]
 
 
 def shift_trace(trace: ArrayLike, lag_samples: int) -> NDArray[np.float64]:
@@ -211,6 +240,123 @@ def shift_trace(trace: ArrayLike, lag_samples: int) -> NDArray[np.float64]:
     if abs(lag) >= x.size:
         raise ValueError(f"abs(lag_samples) must be below the trace length {x.size}; got {lag}")
     return x[np.clip(np.arange(x.size) + lag, 0, x.size - 1)]
+
+
+_CONSENSUS_ROUNDS = 10
+"""Most rounds of re-estimating lags against the shifted consensus (``remove_lags``)."""
+
+
+class LagRemoval(NamedTuple):
+    """Result of ``remove_lags``."""
+
+    aligned: NDArray[np.float64]
+    """``(n_annotators, stop - start)``: row k is ``traces[k, start + lag_k : stop + lag_k]``
+    (all nan for a row that was not traced); no padded sample anywhere."""
+    lags: NDArray[np.int64]
+    """Lag of each row in samples (positive = behind the reference); 0 for untraced rows."""
+    start: int
+    """First kept sample on the reference's time base."""
+    stop: int
+    """One past the last kept sample."""
+
+
+def remove_lags(
+    traces: ArrayLike,
+    *,
+    max_lag: float,
+    rate_hz: float,
+    truth: ArrayLike | None = None,
+) -> LagRemoval:
+    r"""Remove each annotator's constant lag from an item's traces, keeping only real samples.
+
+    Each traced row's lag is estimated (``estimate_lag``) against the truth when the item
+    has one (a gold item). Otherwise against the consensus, the mean of the traced rows
+    shifted by their current lags, re-estimated until the lags settle (at most
+    ``_CONSENSUS_ROUNDS`` rounds, starting from no shift): the lags are then relative to the
+    consensus, whose own delay is unknown without a truth. A row whose lag cannot be
+    estimated (a constant trace) keeps lag 0. Every
+    row is then shifted by its lag and all rows are cut to the samples that every shifted row
+    really has: ``shift_trace`` would pad the ``abs(lag)`` samples shifted in at an edge with
+    a repeated value, which SDA would count as "no change" and compare; here they are
+    dropped instead.
+
+    Parameters
+    ----------
+    traces : array-like of shape (n_annotators, n_samples)
+        One item's traces at one rate; a row all nan = not traced. No other nan.
+    max_lag : float
+        Largest lag considered, in seconds, either way (capped so that at least 3 samples
+        remain to correlate).
+    rate_hz : float
+        Sampling rate.
+    truth : array-like of shape (n_samples,), optional
+        The item's known signal (gold items).
+
+    Returns
+    -------
+    LagRemoval
+        ``aligned`` (rows on the common window), ``lags``, ``start`` and ``stop``; crop a
+        truth to ``truth[start:stop]`` to compare it with the aligned rows.
+
+    Notes
+    -----
+    With lags :math:`L_k` and :math:`\tilde x_{k,t} = x_{k, t + L_k}`, sample :math:`t` is
+    real for row k when :math:`0 \le t + L_k \le N - 1`; the kept window is the
+    intersection over traced rows:
+
+    .. math:: t \in \big[\max_k \max(0, -L_k),\ N - \max_k \max(0, L_k)\big)
+
+    References
+    ----------
+    Mariooryad, S., & Busso, C. (2015). Correcting time-continuous emotional labels by
+    modeling the reaction lag of evaluators. IEEE Transactions on Affective Computing, 6(2),
+    97-108. https://doi.org/10.1109/TAFFC.2014.2334294
+
+    Examples
+    --------
+    >>> t = np.arange(80)
+    >>> truth = np.sin(t / 6.0)
+    >>> traces = np.vstack([np.sin((t - 2) / 6.0), np.sin((t - 4) / 6.0)])
+    >>> out = remove_lags(traces, truth=truth, max_lag=3, rate_hz=2)
+    >>> out.lags.tolist(), out.start, out.stop, out.aligned.shape
+    ([2, 4], 0, 76, (2, 76))
+    >>> bool(np.allclose(out.aligned, truth[out.start : out.stop]))
+    True
+    """
+    arr = np.asarray(traces, dtype=np.float64)
+    if arr.ndim != 2:
+        raise ValueError(f"traces must be 2-D (annotators, samples); got shape {arr.shape}")
+    traced = ~np.isnan(arr).all(axis=1)
+    if np.isnan(arr[traced]).any():
+        raise ValueError("a traced row holds nan; resample or interpolate first")
+    n = arr.shape[1]
+    reference = None if truth is None else as_trace(truth, name="truth")[:n]
+    if reference is not None and reference.size < n:
+        raise ValueError(f"truth has {reference.size} samples; the traces have {n}")
+    max_lag = min(float(max_lag), max(0, (n - 3) // 2) / float(rate_hz))
+    lags = np.zeros(arr.shape[0], dtype=np.int64)
+    rows = np.flatnonzero(traced)
+    lag_max = round(max_lag * float(rate_hz))
+    for _ in range(_CONSENSUS_ROUNDS if reference is None else 1):
+        if reference is None and rows.size < 2:
+            break
+        if reference is None:  # consensus: the mean of the rows shifted by their current lags
+            target = np.mean([shift_trace(arr[k], int(lags[k])) for k in rows], axis=0)
+        else:
+            target = reference
+        # a constant trace or reference has no lag to find: it keeps 0
+        found = np.zeros_like(lags)
+        found[rows] = _best_lag(_lag_correlations(arr[rows], target, lag_max)) - lag_max
+        if np.array_equal(found, lags):
+            break
+        lags = found
+    used = lags[traced]
+    start = int(max(0, -used.min())) if used.size else 0
+    stop = int(n - max(0, used.max())) if used.size else n
+    index = np.arange(start, stop)[None, :] + lags[:, None]
+    aligned = np.full((arr.shape[0], stop - start), np.nan)
+    aligned[traced] = np.take_along_axis(arr[traced], index[traced], axis=1)
+    return LagRemoval(aligned, lags, start, stop)
 
 
 class DTWAlignment(NamedTuple):

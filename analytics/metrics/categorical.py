@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.spatial.distance import jensenshannon
 
-from analytics.metrics._validate import LabelData, as_label_data
+from analytics.metrics._validate import LabelData, as_label_data, check_min_overlap
 
 Weights = Literal["linear", "quadratic"] | None
 
@@ -251,7 +251,11 @@ def pairwise_kappa(
     -------
     ndarray, shape (n_annotators, n_annotators)
         Symmetric; entry ``(k, l)`` equals ``cohen_kappa(ratings[k], ratings[l])``; nan where
-        the overlap is below ``min_overlap`` or kappa is undefined; diagonal 1.0.
+        the overlap is below ``min_overlap`` or kappa is undefined. The diagonal is 1.0 for
+        every annotator with at least ``min_overlap`` ratings and nan for the others: an
+        annotator who labelled nothing has no consistency with anyone, themselves included,
+        so matrix comparisons over annotators (DIC, BAE, MDS maps) leave them out (Zhang et
+        al. define :math:`M` over the annotators who labelled).
 
     Notes
     -----
@@ -277,14 +281,18 @@ def pairwise_kappa(
     array([[1. , 0.5, nan],
            [0.5, 1. , 0. ],
            [nan, 0. , 1. ]])
+    >>> pairwise_kappa([[0, 1, 1], [1, 1, 0], [np.nan] * 3]).round(3)
+    array([[ 1. , -0.5,  nan],
+           [-0.5,  1. ,  nan],
+           [ nan,  nan,  nan]])
     """
-    if isinstance(min_overlap, bool) or not isinstance(min_overlap, int | np.integer):
-        raise ValueError(f"min_overlap must be an integer; got {min_overlap!r}")
+    check_min_overlap(min_overlap)
     data = as_label_data(ratings)
     confusion = _confusions(data)
     kappa = np.asarray(kappa_from_confusion(confusion, weights=weights, values=data.values))
-    kappa[confusion.sum(axis=(2, 3)) < min_overlap] = np.nan
-    np.fill_diagonal(kappa, 1.0)
+    overlap = confusion.sum(axis=(2, 3))
+    kappa[overlap < min_overlap] = np.nan
+    kappa[np.diag_indices_from(kappa)] = np.where(np.diag(overlap) >= min_overlap, 1.0, np.nan)
     return kappa
 
 
@@ -339,11 +347,21 @@ def fleiss_kappa(ratings: ArrayLike) -> float:
         return float("nan")
     counts, n_i = counts[keep], n_i[keep]
     p_i = (counts.multiply(counts).sum(axis=1) - n_i) / (n_i * (n_i - 1))
-    p_j = counts.sum(axis=0) / n_i.sum()
-    p_e = float(np.sum(p_j**2))
-    if p_e >= 1.0:
-        return float("nan")
-    return float((p_i.mean() - p_e) / (1.0 - p_e))
+    return float(_fleiss_from_sums(np.sum(keep), p_i.sum(), counts.sum(axis=0)))
+
+
+def _fleiss_from_sums(
+    n_items: ArrayLike, sum_agreement: ArrayLike, label_counts: ArrayLike
+) -> NDArray[np.float64]:
+    """Fleiss' kappa from item sums: the number of items, :math:`\\sum_i P_i` and the label
+    counts :math:`\\sum_i n_{ij}` (leading batch axes allowed, e.g. bootstrap replicates with
+    weighted sums); nan where no item counts or :math:`P_e = 1`."""
+    counts = np.asarray(label_counts, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_j = counts / counts.sum(axis=-1, keepdims=True)
+        p_e = np.sum(p_j**2, axis=-1)
+        p_bar = np.asarray(sum_agreement, dtype=np.float64) / np.asarray(n_items, np.float64)
+        return np.where(p_e < 1.0, (p_bar - p_e) / (1.0 - p_e), np.nan)
 
 
 def label_distribution(ratings: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

@@ -56,7 +56,8 @@ class DawidSkeneResult:
     n_iter : int
         EM iterations run.
     converged : bool
-        Whether the relative change of the log-likelihood fell below ``tol``.
+        Whether the largest change of a parameter (confusion cell or prior) in the last
+        iteration fell below ``tol`` before ``max_iter`` ran out.
     """
 
     values: NDArray[np.float64]
@@ -89,8 +90,8 @@ def _normalise(joint: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
 def dawid_skene(
     ratings: ArrayLike,
     *,
-    max_iter: int = 100,
-    tol: float = 1e-6,
+    max_iter: int = 2000,
+    tol: float = 1e-8,
     smoothing: float = 0.01,
 ) -> DawidSkeneResult:
     r"""Fit the Dawid-Skene model by EM, starting from the (soft) majority vote.
@@ -102,7 +103,12 @@ def dawid_skene(
     max_iter : int
         Maximum number of EM iterations.
     tol : float
-        Stop when the log-likelihood improves by less than ``tol * |log-likelihood|``.
+        Stop when no parameter (confusion cell, class prior) moved by more than ``tol`` in an
+        iteration. EM converges linearly and slowly on real data (the Rzhetsky et al. 2009
+        fit moves each parameter by about 2 % of its remaining error per iteration), so a
+        small step is not a small error: at the default the fitted competences are within
+        about 1e-7 of a run to exhaustion, after about 600 iterations there. A relative
+        log-likelihood rule stopped that fit at iteration 87, 0.008 away in competence.
     smoothing : float
         Dirichlet pseudo-count added to every confusion cell (keeps log-probabilities finite).
 
@@ -153,16 +159,18 @@ def dawid_skene(
     onehot_t = onehot.T.tocsr()
     posteriors = data.item_counts()[rated].toarray()
     posteriors /= posteriors.sum(axis=1, keepdims=True)
-    log_likelihood, converged, n_iter = -np.inf, False, 0
+    priors, confusion = np.full(c, np.inf), np.full((m, c, c), np.inf)
+    converged, n_iter = False, 0
     while n_iter < max_iter and not converged:
         n_iter += 1
+        previous = np.concatenate([priors, confusion.ravel()])
         priors = posteriors.mean(axis=0)
         counts = (onehot @ posteriors).reshape(m, c, c).transpose(0, 2, 1) + smoothing
         confusion = counts / counts.sum(axis=2, keepdims=True)
         log_pi = np.log(confusion).transpose(0, 2, 1).reshape(m * c, c)
-        previous = log_likelihood
         posteriors, log_likelihood = _normalise(onehot_t @ log_pi + np.log(priors))
-        converged = log_likelihood - previous < tol * abs(log_likelihood)
+        step = np.abs(np.concatenate([priors, confusion.ravel()]) - previous).max()
+        converged = bool(step < tol)
     all_posteriors = np.broadcast_to(priors, (data.n_items, c)).copy()
     all_posteriors[rated] = posteriors
     has_ratings = np.bincount(data.annotator, minlength=m) > 0

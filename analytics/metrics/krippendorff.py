@@ -24,15 +24,19 @@ __all__ = ["alpha_from_coincidences", "coincidence_matrix", "krippendorff_alpha"
 def _distances(
     values: NDArray[np.float64], n_c: NDArray[np.float64], level: Level
 ) -> NDArray[np.float64]:
-    """``(V, V)`` squared difference function :math:`\\delta^2_{ck}` of the level."""
+    """``(V, V)`` squared difference function :math:`\\delta^2_{ck}` of the level.
+
+    ``n_c`` may carry leading batch axes ``(..., V)`` (bootstrap replicates): the ordinal
+    distances then come out ``(..., V, V)``, the others ``(V, V)`` (they broadcast).
+    """
     if level == "nominal":
         return 1.0 - np.eye(values.size)
     if level == "ordinal":
-        cum = np.cumsum(n_c)
+        cum = np.cumsum(n_c, axis=-1)
         lo = np.minimum.outer(np.arange(values.size), np.arange(values.size))
         hi = np.maximum.outer(np.arange(values.size), np.arange(values.size))
-        between = cum[hi] - cum[lo] + n_c[lo]
-        return (between - (n_c[lo] + n_c[hi]) / 2.0) ** 2
+        between = cum[..., hi] - cum[..., lo] + n_c[..., lo]
+        return (between - (n_c[..., lo] + n_c[..., hi]) / 2.0) ** 2
     diff = np.subtract.outer(values, values)
     if level == "interval":
         return diff**2
@@ -150,13 +154,22 @@ def alpha_from_coincidences(
         raise ValueError(f"values must have shape ({o.shape[0]},); got shape {domain.shape}")
     if np.isnan(o).any() or (o < 0).any():
         raise ValueError("coincidences must hold non-negative numbers")
-    n_c = o.sum(axis=0)
-    n = n_c.sum()
-    delta = _distances(domain, n_c, level)
-    expected = n_c @ delta @ n_c
-    if n < 2 or expected <= 0:
-        return float("nan")
-    return float(1.0 - (n - 1) * np.sum(o * delta) / expected)
+    return float(_alpha(o, domain, level))
+
+
+def _alpha(
+    o: NDArray[np.float64], values: NDArray[np.float64], level: Level
+) -> NDArray[np.float64]:
+    """Alpha of coincidence matrices ``(..., V, V)`` (validated) -> ``(...)``; nan where
+    undefined. The batch form serves the bootstrap replicates of
+    :mod:`analytics.metrics.uncertainty`."""
+    n_c = o.sum(axis=-2)
+    n = n_c.sum(axis=-1)
+    delta = np.broadcast_to(_distances(values, n_c, level), o.shape)
+    expected = np.einsum("...c,...ck,...k->...", n_c, delta, n_c)
+    observed = np.sum(o * delta, axis=(-2, -1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((n >= 2) & (expected > 0), 1.0 - (n - 1) * observed / expected, np.nan)
 
 
 def krippendorff_alpha(ratings: ArrayLike, *, level: Level = "nominal") -> float:

@@ -29,14 +29,22 @@ __all__ = [
 ]
 
 
-def _frobenius_ratio(a: ArrayLike, b: ArrayLike, *, names: tuple[str, str]) -> float:
-    """``||a - b||_F / ||a||_F`` over the entries defined in both; nan if none or ``a`` = 0."""
+def _same_squares(
+    a: ArrayLike, b: ArrayLike, *, names: tuple[str, str]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Both matrices as float arrays, checked square and of one shape."""
     x = as_square(a, name=names[0])
     y = as_square(b, name=names[1])
     if x.shape != y.shape:
         raise ValueError(
             f"{names[0]} and {names[1]} must have the same shape; got {x.shape} and {y.shape}"
         )
+    return x, y
+
+
+def _frobenius_ratio(a: ArrayLike, b: ArrayLike, *, names: tuple[str, str]) -> float:
+    """``||a - b||_F / ||a||_F`` over the entries defined in both; nan if none or ``a`` = 0."""
+    x, y = _same_squares(a, b, names=names)
     both = ~np.isnan(x) & ~np.isnan(y)
     norm = np.sqrt(np.sum(x[both] ** 2))
     if norm == 0:
@@ -44,7 +52,7 @@ def _frobenius_ratio(a: ArrayLike, b: ArrayLike, *, names: tuple[str, str]) -> f
     return float(np.sqrt(np.sum((x[both] - y[both]) ** 2)) / norm)
 
 
-def dic(m_true: ArrayLike, m_pred: ArrayLike) -> float:
+def dic(m_true: ArrayLike, m_pred: ArrayLike, *, bound: float = 1.0) -> float:
     r"""Difference of Inter-annotator Consistency (Zhang et al., Eq. 3); lower is better.
 
     Parameters
@@ -53,16 +61,30 @@ def dic(m_true: ArrayLike, m_pred: ArrayLike) -> float:
         Consistency matrix of the human ratings (``pairwise_kappa``).
     m_pred : array_like, shape (n_annotators, n_annotators)
         The same matrix computed from the model's per-annotator predictions.
+    bound : float
+        The consistency measure's range is ``[-bound, bound]`` (1 for Cohen's kappa and
+        kappa_SDA); it sets the penalty of a cell the model leaves undefined.
 
     Returns
     -------
     float
-        :math:`\ge 0`; 0 for identical matrices. Only entries defined (not nan) in both
-        count, diagonal included; nan when none is or they are all 0 in ``m_true``.
+        :math:`\ge 0`; 0 for identical matrices. Cells undefined (nan) in ``m_true`` take
+        no part (Eq. 1 defines :math:`m_{kl}` only on annotators who labelled, sharing at
+        least :math:`\tau` items). A cell defined in ``m_true`` but undefined in ``m_pred``
+        counts as the largest difference the measure allows, :math:`\text{bound} + |m_{kl}|`.
+        nan when no cell of ``m_true`` is defined or they are all 0.
 
     Notes
     -----
     .. math:: \mathrm{DIC} = \frac{\lVert M - M' \rVert_F}{\lVert M \rVert_F}
+
+    Why undefined predictions are penalised: a model that gives every annotator the same
+    constant label has :math:`p_e = 1` on every pair, so every :math:`m'_{kl}` is undefined.
+    Dropping those cells would leave only the diagonal (1 = 1) and score that model a perfect
+    DIC of 0. Eq. 2 asks for :math:`m'_{kl}` on exactly the cells where :math:`m_{kl}` is
+    defined; a model that cannot produce one has failed to reproduce that relation at all,
+    so the cell takes the worst value of the range, :math:`m'_{kl} = -\operatorname{sgn}
+    (m_{kl})\,\text{bound}`. A constant model then scores worse than the Random baseline.
 
     References
     ----------
@@ -77,8 +99,15 @@ def dic(m_true: ArrayLike, m_pred: ArrayLike) -> float:
     0.2683
     >>> dic(m, m)
     0.0
+    >>> round(dic(m, [[1.0, np.nan], [np.nan, 1.0]]), 4)  # a constant model: 1.5 per cell
+    1.3416
     """
-    return _frobenius_ratio(m_true, m_pred, names=("m_true", "m_pred"))
+    x, y = _same_squares(m_true, m_pred, names=("m_true", "m_pred"))
+    if not bound > 0:
+        raise ValueError(f"bound must be positive; got {bound}")
+    undefined = ~np.isnan(x) & np.isnan(y)
+    worst = np.where(x >= 0, -bound, bound)
+    return _frobenius_ratio(x, np.where(undefined, worst, y), names=("m_true", "m_pred"))
 
 
 def bae(s_model: ArrayLike, s_true: ArrayLike) -> float:

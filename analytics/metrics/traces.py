@@ -123,8 +123,11 @@ def _scalar_or_array(values: NDArray[np.float64]) -> float | NDArray[np.float64]
 # ------------------------------------------------------------ sign coincidences (SDA core)
 
 
-def _difference_signs(arr: NDArray[np.float64], tol: float) -> NDArray[np.int8]:
-    """``sgn`` of the forward differences along the last axis, 0 where ``abs(d) <= tol``."""
+def _difference_signs(
+    arr: NDArray[np.float64], tol: float | NDArray[np.float64]
+) -> NDArray[np.int8]:
+    """``sgn`` of the forward differences along the last axis, 0 where ``abs(d) <= tol``
+    (``tol`` a number, or one per row as a column that broadcasts)."""
     diffs = np.diff(arr, axis=-1)
     return np.where(np.abs(diffs) <= tol, 0, np.sign(diffs)).astype(np.int8)
 
@@ -163,7 +166,24 @@ def _observed_agreement(counts: NDArray) -> NDArray[np.float64]:
         return np.where(n > 0, agree / n, np.nan)
 
 
-def sign_coincidence_counts(x: ArrayLike, y: ArrayLike, *, tol: float = 0.0) -> NDArray[np.int64]:
+def _sda(counts: NDArray[np.float64]) -> NDArray[np.float64]:
+    """SDA of validated tables ``(..., 3, 3)``: ``2 p_o - 1`` (see :func:`sda_from_counts`)."""
+    return 2.0 * _observed_agreement(counts) - 1.0
+
+
+def _kappa_sda(counts: NDArray[np.float64]) -> NDArray[np.float64]:
+    """kappa_SDA of validated tables ``(..., 3, 3)`` (see :func:`kappa_sda_from_counts`)."""
+    n = counts.sum(axis=(-2, -1))
+    chance = (counts.sum(axis=-1) * counts.sum(axis=-2)).sum(axis=-1)
+    numerator = n * np.trace(counts, axis1=-2, axis2=-1) - chance
+    denominator = n * n - chance
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, numerator / denominator, np.nan)
+
+
+def sign_coincidence_counts(
+    x: ArrayLike, y: ArrayLike, *, tol: float = 0.0, y_tol: float | None = None
+) -> NDArray[np.int64]:
     """Table of forward-difference sign coincidences of two traces.
 
     The sufficient statistic of ``sda`` and ``kappa_sda``: tables of several items, or of
@@ -176,6 +196,9 @@ def sign_coincidence_counts(x: ArrayLike, y: ArrayLike, *, tol: float = 0.0) -> 
         Two traces of the same stimulus at the same rate, ``n_samples >= 2``, no nan.
     tol : float, default 0.0
         Differences with ``abs(d) <= tol`` count as no change (sign 0).
+    y_tol : float, optional
+        The dead band of ``y`` when it differs from ``x``'s (a known truth has no slider
+        jitter); default ``tol``.
 
     Returns
     -------
@@ -206,7 +229,8 @@ def sign_coincidence_counts(x: ArrayLike, y: ArrayLike, *, tol: float = 0.0) -> 
            [0, 0, 1],
            [0, 0, 1]])
     """
-    return _coincidences(_difference_signs(_pair(x, y), _check_tol(tol)))[0, 1]
+    tols = np.array([[_check_tol(tol)], [_check_tol(tol if y_tol is None else y_tol)]])
+    return _coincidences(_difference_signs(_pair(x, y), tols))[0, 1]
 
 
 def sign_coincidence_matrix(traces: ArrayLike, *, tol: float = 0.0) -> NDArray[np.int64]:
@@ -278,7 +302,7 @@ def sda_from_counts(counts: ArrayLike) -> float | NDArray[np.float64]:
     >>> round(sda_from_counts([[3, 0, 1], [0, 2, 0], [1, 0, 3]]), 4)
     0.6
     """
-    return _scalar_or_array(2.0 * _observed_agreement(_as_counts(counts)) - 1.0)
+    return _scalar_or_array(_sda(_as_counts(counts)))
 
 
 def kappa_sda_from_counts(counts: ArrayLike) -> float | NDArray[np.float64]:
@@ -321,17 +345,10 @@ def kappa_sda_from_counts(counts: ArrayLike) -> float | NDArray[np.float64]:
     >>> kappa_sda_from_counts([[0, 0, 0], [0, 5, 0], [0, 0, 0]])
     nan
     """
-    arr = _as_counts(counts)
-    n = arr.sum(axis=(-2, -1))
-    chance = (arr.sum(axis=-1) * arr.sum(axis=-2)).sum(axis=-1)
-    numerator = n * np.trace(arr, axis1=-2, axis2=-1) - chance
-    denominator = n * n - chance
-    with np.errstate(invalid="ignore", divide="ignore"):
-        kappa = np.where(denominator > 0, numerator / denominator, np.nan)
-    return _scalar_or_array(kappa)
+    return _scalar_or_array(_kappa_sda(_as_counts(counts)))
 
 
-def sda(x: ArrayLike, y: ArrayLike, *, tol: float = 0.0) -> float:
+def sda(x: ArrayLike, y: ArrayLike, *, tol: float = 0.0, y_tol: float | None = None) -> float:
     """Signed Differential Agreement of two traces (Booth & Narayanan 2020, Eq. 4).
 
     Agreement on the direction of change, step by step; invariant to any strictly increasing
@@ -344,6 +361,8 @@ def sda(x: ArrayLike, y: ArrayLike, *, tol: float = 0.0) -> float:
     tol : float, default 0.0
         Differences with ``abs(d) <= tol`` count as no change (slider jitter); the authors'
         scripts use 0.005 on a [0, 1] scale.
+    y_tol : float, optional
+        The dead band of ``y`` (a known truth: only float noise); default ``tol``.
 
     Returns
     -------
@@ -375,10 +394,10 @@ def sda(x: ArrayLike, y: ArrayLike, *, tol: float = 0.0) -> float:
     >>> sda([0.0, 0.2, 0.5, 0.501, 0.4], [0.1, 0.3, 0.9, 0.9, 0.2], tol=0.005)
     1.0
     """
-    return float(sda_from_counts(sign_coincidence_counts(x, y, tol=tol)))
+    return float(sda_from_counts(sign_coincidence_counts(x, y, tol=tol, y_tol=y_tol)))
 
 
-def kappa_sda(x: ArrayLike, y: ArrayLike, *, tol: float = 0.0) -> float:
+def kappa_sda(x: ArrayLike, y: ArrayLike, *, tol: float = 0.0, y_tol: float | None = None) -> float:
     """Chance-corrected Signed Differential Agreement of two traces.
 
     Parameters
@@ -387,6 +406,8 @@ def kappa_sda(x: ArrayLike, y: ArrayLike, *, tol: float = 0.0) -> float:
         Two aligned traces of the same stimulus, ``n_samples >= 2``, no nan.
     tol : float, default 0.0
         Differences with ``abs(d) <= tol`` count as no change.
+    y_tol : float, optional
+        The dead band of ``y`` (a known truth: only float noise); default ``tol``.
 
     Returns
     -------
@@ -421,7 +442,7 @@ def kappa_sda(x: ArrayLike, y: ArrayLike, *, tol: float = 0.0) -> float:
     >>> kappa_sda([1, 1, 1], [2, 2, 2])
     nan
     """
-    return float(kappa_sda_from_counts(sign_coincidence_counts(x, y, tol=tol)))
+    return float(kappa_sda_from_counts(sign_coincidence_counts(x, y, tol=tol, y_tol=y_tol)))
 
 
 def sda_matrix(traces: ArrayLike, *, tol: float = 0.0) -> NDArray[np.float64]:
@@ -456,7 +477,7 @@ def sda_matrix(traces: ArrayLike, *, tol: float = 0.0) -> NDArray[np.float64]:
            [ 1.        ,  1.        , -0.33333333],
            [-0.33333333, -0.33333333,  1.        ]])
     """
-    return sda_from_counts(sign_coincidence_matrix(traces, tol=tol))
+    return _sda(_as_counts(sign_coincidence_matrix(traces, tol=tol)))
 
 
 def kappa_sda_matrix(traces: ArrayLike, *, tol: float = 0.0) -> NDArray[np.float64]:
@@ -495,7 +516,7 @@ def kappa_sda_matrix(traces: ArrayLike, *, tol: float = 0.0) -> NDArray[np.float
            [ 1.   ,  1.   , -0.455],
            [-0.455, -0.455,  1.   ]])
     """
-    return kappa_sda_from_counts(sign_coincidence_matrix(traces, tol=tol))
+    return _kappa_sda(_as_counts(sign_coincidence_matrix(traces, tol=tol)))
 
 
 # ---------------------------------------------------------------------- SAGR (value signs)
@@ -1062,7 +1083,7 @@ def _icc_from_moments(
     wms = (ss_raters + ss_error) / (n * (k - 1))
     jms = ss_raters / (k - 1)
     ems = ss_error / ((n - 1) * (k - 1))
-    ratios = {
+    ratios: dict[IccKind, tuple[NDArray[np.float64], NDArray[np.float64]]] = {
         "1,1": (bms - wms, bms + (k - 1) * wms),
         "2,1": (bms - ems, bms + (k - 1) * ems + k * (jms - ems) / n),
         "3,1": (bms - ems, bms + (k - 1) * ems),
@@ -1077,7 +1098,7 @@ def _icc_from_moments(
 def _check_icc_kind(kind: str) -> IccKind:
     if kind not in ICC_KINDS:
         raise ValueError(f"kind must be one of {ICC_KINDS}; got {kind!r}")
-    return kind  # type: ignore[return-value]
+    return kind
 
 
 def icc_all(traces: ArrayLike) -> dict[IccKind, float]:
@@ -1231,7 +1252,9 @@ class TrendAgreement(NamedTuple):
     """Number of steps where both traces move (used by ``f1`` and ``mcc``)."""
 
 
-def trend_agreement(trace: ArrayLike, truth: ArrayLike, *, tol: float = 0.0) -> TrendAgreement:
+def trend_agreement(
+    trace: ArrayLike, truth: ArrayLike, *, tol: float = 0.0, truth_tol: float | None = None
+) -> TrendAgreement:
     """How well an annotation follows the direction of change of a known truth.
 
     Parameters
@@ -1243,6 +1266,9 @@ def trend_agreement(trace: ArrayLike, truth: ArrayLike, *, tol: float = 0.0) -> 
     tol : float, default 0.0
         Differences with ``abs(d) <= tol`` count as no change. Stored truths often hold
         floating-point noise (1e-17 steps): a tol like 1e-5 keeps those from counting as moves.
+    truth_tol : float, optional
+        The truth's own dead band when the trace's ``tol`` is a slider-jitter band (which must
+        not hide the truth's small moves); default ``tol``.
 
     Returns
     -------
@@ -1279,7 +1305,7 @@ def trend_agreement(trace: ArrayLike, truth: ArrayLike, *, tol: float = 0.0) -> 
     >>> round(result.f1, 4), round(result.mcc, 4)
     (0.8, 0.6667)
     """
-    counts = sign_coincidence_counts(trace, truth, tol=tol)
+    counts = sign_coincidence_counts(trace, truth, tol=tol, y_tol=truth_tol)
     tp, tn = float(counts[2, 2]), float(counts[0, 0])
     fp, fn = float(counts[2, 0]), float(counts[0, 2])
     f1_denominator = 2 * tp + fp + fn

@@ -1,23 +1,25 @@
-"""Forms of the annotators page and of invitation links; the account services do the writes."""
+"""Forms of the annotators page, invitations and API tokens; the account services write."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django import forms
-from django.contrib.auth import get_user_model, password_validation
+from django.contrib.auth import password_validation
 
-from apps.studies.forms import ServiceFormMixin
+from core.forms import ServiceFormMixin
 
 
 class MemberAddForm(ServiceFormMixin, forms.Form):
-    """An existing account, by username, to add as an annotator."""
+    """An existing account, by username, to invite as an annotator.
 
-    username = forms.ModelChoiceField(
-        queryset=get_user_model().objects.filter(is_active=True),
-        to_field_name="username",
+    A plain text field: the form never looks the username up, so its errors cannot tell
+    which usernames exist.
+    """
+
+    username = forms.CharField(
+        max_length=150,
         widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none"}),
-        error_messages={"invalid_choice": "No account has this username."},
     )
 
 
@@ -56,3 +58,10 @@ class InvitationForm(ServiceFormMixin, forms.Form):
 
 class JoinForm(ServiceFormMixin, forms.Form):
     """Joining a study as the signed-in user needs no fields, only the click (and CSRF)."""
+
+
+class TokenRevokeForm(forms.Form):
+    """Which of the signed-in user's API tokens to revoke: one by its key, or all of them."""
+
+    key = forms.CharField(max_length=25, required=False)
+    all = forms.BooleanField(required=False)

@@ -10,16 +10,29 @@ from apps.studies.models import Membership, Study
 
 
 class Invitation(models.Model):
-    """A one-time link that makes whoever opens it a member of a study.
+    """An invitation to join a study, used once.
 
-    Only the SHA-256 of the token is stored; the link is shown once, when it is made.
+    Either a one-time link that makes whoever opens it a member (only the SHA-256 of its token
+    is stored; the link is shown once, when it is made), or an invitation addressed to a
+    username, which that account sees on its home page and accepts while signed in. An
+    invitation to a username that no account has is stored all the same (``invitee`` empty),
+    so that the manager who made it learns nothing about which usernames exist; it expires
+    unused.
     """
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
     role = models.CharField(
         max_length=10, choices=Membership.Role.choices, default=Membership.Role.ANNOTATOR
     )
-    token_hash = models.CharField(max_length=64, unique=True)
+    token_hash = models.CharField(max_length=64, unique=True, null=True, blank=True)
+    invitee_username = models.CharField(max_length=150, blank=True)
+    invitee = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="invitations_received",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
     )
@@ -36,6 +49,13 @@ class Invitation(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                name="invitation_is_a_link_or_addressed",
+                condition=models.Q(token_hash__isnull=False, invitee_username="")
+                | models.Q(token_hash__isnull=True, invitee_username__gt=""),
+            )
+        ]
 
     def __str__(self) -> str:
         return f"invitation to {self.study} ({self.role})"

@@ -1,4 +1,4 @@
-"""Page URLs of the accounts app: a study's annotators and invitation links."""
+"""Page URLs of the accounts app: a study's annotators, invitations and the user's API tokens."""
 
 from django.urls import path
 
@@ -8,4 +8,11 @@ app_name = "accounts"
 urlpatterns = [
     path("studies/<int:study_id>/annotators/", views.annotators, name="annotators"),
     path("invite/<str:token>/", views.invitation, name="invitation"),
+    path("invitations/accept/", views.invitation_accept_page, name="invitation_accept"),
+    path(
+        "invitations/<int:invitation_id>/join/",
+        views.invitation_join_view,
+        name="invitation_join",
+    ),
+    path("account/tokens/", views.api_tokens, name="api_tokens"),
 ]

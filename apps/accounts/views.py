@@ -1,44 +1,61 @@
-"""The annotators page of a study's managers, and one-time invitation links."""
+"""The annotators page of a study's managers, invitations, API tokens and the lockout page."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
-from apps.accounts.forms import AccountForm, InvitationForm, JoinForm, MemberAddForm
-from apps.accounts.services import (
-    annotator_create,
-    invitation_accept,
-    invitation_create,
-    invitation_lookup,
+from apps.accounts.forms import (
+    AccountForm,
+    InvitationForm,
+    JoinForm,
+    MemberAddForm,
+    TokenRevokeForm,
 )
-from apps.studies.forms import ServiceFormMixin, posted
+from apps.accounts.models import Invitation
+from apps.accounts.selectors import api_tokens_for
+from apps.accounts.services import (
+    INVITED,
+    annotator_create,
+    api_tokens_revoke,
+    invitation_accept,
+    invitation_address,
+    invitation_create,
+    invitation_join,
+    invitation_lookup,
+    invitation_token_hash,
+)
+from apps.studies.access import managed_study
 from apps.studies.models import Membership, Study
-from apps.studies.selectors import studies_managed_by, study_role
-from apps.studies.services import membership_add
+from apps.studies.selectors import study_role
+from core.forms import ServiceFormMixin, posted
 
 ANNOTATOR_FORMS: dict[str, type[ServiceFormMixin]] = {
     "add": MemberAddForm,
     "create": AccountForm,
     "invite": InvitationForm,
 }
+# The session key holding the SHA-256 of the invitation link being opened (never the token).
+INVITATION_SESSION_KEY = "invitation_token_hash"
 
 
 def _annotator_add(request: HttpRequest, study: Study, form: MemberAddForm) -> bool:
-    """Add an existing account as annotator, unless it already has a role in the study."""
-    user = form.cleaned_data["username"]
-    role = study_role(user=user, study=study)
-    if role is not None:
-        form.add_error("username", f"{user.get_username()} is already a {role} of this study.")
-        return False
-    if form.apply(membership_add, study=study, user=user, role=Membership.Role.ANNOTATOR):
-        messages.success(request, f"{user.get_username()} is now an annotator of this study.")
+    """Invite an existing account as annotator; it joins when it accepts.
+
+    The message is the same whether or not the username exists.
+    """
+    username = form.cleaned_data["username"]
+    if form.apply(invitation_address, study=study, created_by=request.user, username=username):
+        messages.success(request, f"{username}: {INVITED}")
     return not form.errors
 
 
@@ -73,13 +90,13 @@ def _invitation_link(request: HttpRequest, study: Study, form: InvitationForm) -
 @login_required
 @require_http_methods(["GET", "POST"])
 def annotators(request: HttpRequest, study_id: int) -> HttpResponse:
-    """Members of a study; add existing users, create annotator accounts, make invitation links.
+    """Members of a study; invite existing users, create annotator accounts, make invitation links.
 
-    Adding and creating redirect back here (POST/redirect/GET). A new invitation link is shown
+    Inviting and creating redirect back here (POST/redirect/GET). A new invitation link is shown
     in the response itself, once: only its hash is stored. With htmx, the invitation form
     gets just its own section back.
     """
-    study = get_object_or_404(studies_managed_by(user=request.user), pk=study_id)
+    study = managed_study(request, study_id)
     forms = {name: form_class(prefix=name) for name, form_class in ANNOTATOR_FORMS.items()}
     invitation_link = None
     if request.method == "POST":
@@ -106,11 +123,28 @@ def annotators(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(request, template, context, status=status)
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET"])
 def invitation(request: HttpRequest, token: str) -> HttpResponse:
-    """Open a one-time invitation: join as the signed-in user, or sign up, then start."""
+    """Open a one-time invitation link: keep its hash in the session, go to a clean URL.
+
+    The token thus appears in one request only; the page that follows, its forms and its
+    sign-in link (``?next=``) carry no token, so it reaches neither access logs nor referrers.
+    """
+    token_hash = invitation_token_hash(token)
     try:
-        invite = invitation_lookup(token=token)
+        invitation_lookup(token_hash=token_hash)
+    except ValidationError:
+        return render(request, "accounts/invitation_invalid.html", status=404)
+    request.session[INVITATION_SESSION_KEY] = token_hash
+    return redirect("accounts:invitation_accept")
+
+
+@require_http_methods(["GET", "POST"])
+def invitation_accept_page(request: HttpRequest) -> HttpResponse:
+    """The invitation opened in this session: join as the signed-in user, or sign up, then start."""
+    token_hash = request.session.get(INVITATION_SESSION_KEY, "")
+    try:
+        invite = invitation_lookup(token_hash=token_hash)
     except ValidationError:
         return render(request, "accounts/invitation_invalid.html", status=404)
     role = study_role(user=request.user, study=invite.study)
@@ -125,13 +159,70 @@ def invitation(request: HttpRequest, token: str) -> HttpResponse:
                 "password": form.cleaned_data["password"],
             }
         )
-        user = form.apply(invitation_accept, token=token, **account)
+        user = form.apply(invitation_accept, token_hash=token_hash, **account)
         if user is not None:
+            request.session.pop(INVITATION_SESSION_KEY, None)
             if not signed_in:
                 login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             messages.success(request, f"Welcome to {invite.study.name}!")
-            if invite.role == Membership.Role.ANNOTATOR:
-                return redirect("annotations:queue", invite.study.pk)
-            return redirect("studies:overview", invite.study.pk)
+            return _study_start(invite)
     context = {"invitation": invite, "form": form, "role": role}
     return render(request, "accounts/invitation.html", context, status=form.http_status)
+
+
+def _study_start(invite: Invitation) -> HttpResponse:
+    """Where a new member starts: annotators in their queue, managers on the overview,
+    reviewers on their home page (its adjudication links)."""
+    if invite.role == Membership.Role.ANNOTATOR:
+        return redirect("annotations:queue", invite.study.pk)
+    if invite.role == Membership.Role.REVIEWER:
+        return redirect("studies:home")
+    return redirect("studies:overview", invite.study.pk)
+
+
+@login_required
+@require_POST
+def invitation_join_view(request: HttpRequest, invitation_id: int) -> HttpResponse:
+    """Accept an invitation addressed to the signed-in user (listed on their home page)."""
+    try:
+        invite = invitation_join(invitation_id=invitation_id, user=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("studies:home")
+    messages.success(request, f"Welcome to {invite.study.name}!")
+    return _study_start(invite)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_tokens(request: HttpRequest) -> HttpResponse:
+    """The signed-in user's API tokens (key, made, expires); revoke one or all."""
+    if request.method == "POST":
+        form = TokenRevokeForm(request.POST)
+        if not form.is_valid() or not (form.cleaned_data["all"] or form.cleaned_data["key"]):
+            return HttpResponseBadRequest("Say which token to revoke.")
+        keys = None if form.cleaned_data["all"] else [form.cleaned_data["key"]]
+        revoked = api_tokens_revoke(user=request.user, keys=keys)
+        messages.success(request, f"{revoked} token{'' if revoked == 1 else 's'} revoked.")
+        return redirect("accounts:api_tokens")
+    context = {"tokens": api_tokens_for(user=request.user), "ttl": settings.REST_KNOX["TOKEN_TTL"]}
+    return render(request, "accounts/api_tokens.html", context)
+
+
+def locked_out(
+    request: HttpRequest, original_response: HttpResponse | None, credentials: dict[str, Any]
+) -> HttpResponse:
+    """django-axes' lockout response: 429 with ``Retry-After``; JSON for the API, else a page."""
+    cool_off = settings.AXES_COOLOFF_TIME
+    minutes = int(cool_off.total_seconds() // 60)
+    message = (
+        "Too many failed sign-ins from this address or for this account. Signing in is "
+        f"blocked for {minutes} minutes after the last failed attempt; please wait and "
+        "try again."
+    )
+    if request.path.startswith(reverse("api-root")):
+        response: HttpResponse = JsonResponse({"detail": message}, status=429)
+    else:
+        response = render(request, "accounts/locked_out.html", {"message": message}, status=429)
+    response["Retry-After"] = str(int(cool_off.total_seconds()))
+    return response

@@ -1,10 +1,12 @@
-"""Raw and curated annotation exports (CSV, JSON Lines), streamed in constant memory.
+"""Raw and curated annotation exports (CSV, JSON Lines, Parquet), streamed in constant memory.
 
 One row per answer: the current live answers by default, or with ``include_history`` every
 revision ever made, retractions included (``value`` empty). A *curated* export leaves out every
 row of the annotators a manager excluded on the quality dashboard (``analytics.Exclusion``, not
-revoked). Views and the API call :func:`export_response`; scripts can use
-:func:`annotation_export_rows` with :func:`stream_csv` / :func:`stream_jsonl` directly.
+revoked). Annotators are named by username, or by stable per-study pseudonyms
+(:mod:`apps.exchange.identity`). Views and the API call :func:`export_response`; scripts can use
+:func:`annotation_export_rows` with :func:`stream_csv` / :func:`stream_jsonl` or
+:func:`apps.exchange.formats.encode` (columns :data:`EXPORT_SCHEMA`) directly.
 
 :func:`provenance` describes one export: what was left out and why, the flags known about the
 annotators kept, and the SHA-256 of the exact bytes :func:`export_response` (or
@@ -13,49 +15,50 @@ annotators kept, and the SHA-256 of the exact bytes :func:`export_response` (or
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import importlib.metadata
-import io
 import json
 import re
 from collections import Counter
-from collections.abc import AsyncIterator, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.core.handlers.asgi import ASGIRequest
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, StreamingHttpResponse
 from django.utils import timezone
 
+from analytics.intervals import study_quality
 from analytics.models import Flag
 from analytics.selectors import active_exclusions, excluded_annotator_ids, study_flags
 from apps.annotations.selectors import current_annotations, revisions_of_study
+from apps.exchange import formats
+from apps.exchange.formats import CONTENT_TYPES, ROWS_PER_CHUNK, Column
+from apps.exchange.identity import USERNAMES, annotator_names
 from apps.studies.models import Study
 
-EXPORT_COLUMNS = (
-    "study",
-    "question",
-    "item",
-    "annotator",
-    "round",
-    "label",
-    "value",
-    "revision",
-    "time_spent_ms",
-    "created_at",
-    "source",
+__all__ = ["CONTENT_TYPES", "ROWS_PER_CHUNK"]  # re-exported: the export formats and text chunks
+
+#: The columns of an annotation export and their types (Parquet). ``value`` is the answer as
+#: JSON (its shape depends on the question kind); ``label`` the categorical label's key.
+EXPORT_SCHEMA = (
+    Column("study", "int"),
+    Column("question", "str"),
+    Column("item", "str"),
+    Column("annotator", "str"),
+    Column("round", "int32"),
+    Column("label", "str"),
+    Column("value", "json"),
+    Column("revision", "int32"),
+    Column("time_spent_ms", "int"),
+    Column("created_at", "timestamp"),
+    Column("source", "str"),
 )
-CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
-ENCODING = "utf-8"  # of every download; the provenance hashes these very bytes
+EXPORT_COLUMNS = tuple(column.name for column in EXPORT_SCHEMA)
 PACKAGE = "annotation-studio"
-PROVENANCE_SCHEMA = "annotation-studio/export-provenance/1"
-ROWS_PER_CHUNK = 500
+PROVENANCE_SCHEMA = "annotation-studio/export-provenance/2"
 CHUNK_SIZE = 2000
 
 # Export column -> path from the annotation and from the revision, in EXPORT_COLUMNS order.
@@ -83,26 +86,47 @@ def _export_queryset(*, study: Study, include_history: bool) -> tuple[QuerySet, 
 
 
 def annotation_export_rows(
-    *, study: Study, include_history: bool = False, curated: bool = False
+    *,
+    study: Study,
+    include_history: bool = False,
+    curated: bool = False,
+    identity: str = USERNAMES,
+    question_id: int | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """One dict per answer, keys :data:`EXPORT_COLUMNS`, ``created_at`` as ISO 8601 text.
+    """One dict per answer, keys :data:`EXPORT_COLUMNS`, ``created_at`` an aware datetime.
 
     Without history: each annotation's current revision, retracted answers left out. With
     history: every revision in order, a retraction being a row whose ``value`` is ``None``.
-    ``curated`` leaves out every row of the study's excluded annotators. The order is fixed
-    (annotation id, then revision number), so the same data gives the same file.
+    ``curated`` leaves out every row of the study's excluded annotators; ``identity``
+    (``"usernames"`` or ``"pseudonyms"``) names the annotators; ``question_id`` keeps one
+    question's answers. The order is fixed (annotation id, then revision number), so the same
+    data gives the same file.
     """
     left_out = excluded_annotator_ids(study=study) if curated else set()
-    yield from _rows(study=study, include_history=include_history, left_out=left_out)
+    yield from _rows(
+        study=study,
+        include_history=include_history,
+        left_out=left_out,
+        name=annotator_names(study_id=study.pk, identity=identity),
+        question_id=question_id,
+    )
 
 
 def _rows(
-    *, study: Study, include_history: bool, left_out: Collection[int]
+    *,
+    study: Study,
+    include_history: bool,
+    left_out: Collection[int],
+    name: Callable[[str], str],
+    question_id: int | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The export rows, without those of the annotators ``left_out`` (ids)."""
+    """The export rows, without those of the annotators ``left_out`` (ids), annotators named
+    by ``name``, of one question if ``question_id`` is given."""
     queryset, annotation_prefix, revision_prefix = _export_queryset(
         study=study, include_history=include_history
     )
+    if question_id is not None:
+        queryset = queryset.filter(**{f"{annotation_prefix}question_id": question_id})
     if left_out:
         queryset = queryset.exclude(**{f"{annotation_prefix}annotator_id__in": left_out})
     columns = [*_ANNOTATION_PATHS, *_REVISION_PATHS]
@@ -111,7 +135,7 @@ def _rows(
     ]
     for values in queryset.values_list(*paths).iterator(chunk_size=CHUNK_SIZE):
         row = dict(zip(columns, values, strict=True))
-        row["created_at"] = row["created_at"].isoformat()
+        row["annotator"] = name(row["annotator"])
         yield {"study": study.pk, **row}
 
 
@@ -120,57 +144,48 @@ def stream_csv(
 ) -> Iterator[str]:
     """CSV text in chunks of a few hundred rows: a header, then ``rows``.
 
-    Dicts and lists (a non-categorical ``value``) are written as JSON; ``None`` as an empty cell.
+    Dicts and lists (a non-categorical ``value``) are written as JSON, datetimes as ISO 8601;
+    ``None`` as an empty cell; text a spreadsheet would run as a formula is neutralised
+    (:mod:`core.csv_files`).
     """
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
-    writer.writeheader()
-    for count, row in enumerate(rows, start=1):
-        writer.writerow(
-            {
-                key: json.dumps(value) if isinstance(value, dict | list) else value
-                for key, value in row.items()
-            }
-        )
-        if count % ROWS_PER_CHUNK == 0:
-            yield _drain(buffer)
-    yield _drain(buffer)
+    return formats.csv_text(rows, columns=columns)
 
 
 def stream_jsonl(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
     """JSON Lines text in chunks of a few hundred rows, one object per row."""
-    buffer = io.StringIO()
-    for count, row in enumerate(rows, start=1):
-        buffer.write(json.dumps(row, ensure_ascii=False))
-        buffer.write("\n")
-        if count % ROWS_PER_CHUNK == 0:
-            yield _drain(buffer)
-    yield _drain(buffer)
-
-
-def _check_format(fmt: str) -> None:
-    if fmt not in CONTENT_TYPES:
-        raise ValidationError({"format": f"Unknown export format {fmt!r}; use csv or jsonl."})
-
-
-def _encode(rows: Iterable[dict[str, Any]], *, fmt: str) -> Iterator[bytes]:
-    """The file's bytes in chunks: the one serialiser of downloads, files and hashes."""
-    chunks = stream_csv(rows) if fmt == "csv" else stream_jsonl(rows)
-    return (chunk.encode(ENCODING) for chunk in chunks)
+    return formats.jsonl_text(rows)
 
 
 def export_bytes(
-    *, study: Study, fmt: str, include_history: bool = False, curated: bool = False
+    *,
+    study: Study,
+    fmt: str,
+    include_history: bool = False,
+    curated: bool = False,
+    identity: str = USERNAMES,
 ) -> Iterator[bytes]:
     """The export file as byte chunks, exactly as :func:`export_response` sends it."""
-    _check_format(fmt)
-    rows = annotation_export_rows(study=study, include_history=include_history, curated=curated)
-    return _encode(rows, fmt=fmt)
+    formats.check_format(fmt)
+    rows = annotation_export_rows(
+        study=study, include_history=include_history, curated=curated, identity=identity
+    )
+    return formats.encode(rows, columns=EXPORT_SCHEMA, fmt=fmt)
 
 
-def export_filename(*, study: Study, fmt: str, include_history: bool, curated: bool) -> str:
-    """``study-<id>-annotations[-curated][-history].<fmt>``."""
-    suffix = ("-curated" if curated else "") + ("-history" if include_history else "")
+def export_filename(
+    *,
+    study: Study,
+    fmt: str,
+    include_history: bool,
+    curated: bool,
+    identity: str = USERNAMES,
+) -> str:
+    """``study-<id>-annotations[-curated][-history][-pseudonyms].<fmt>``."""
+    suffix = (
+        ("-curated" if curated else "")
+        + ("-history" if include_history else "")
+        + ("" if identity == USERNAMES else f"-{identity}")
+    )
     return f"study-{study.pk}-annotations{suffix}.{fmt}"
 
 
@@ -181,39 +196,42 @@ def export_response(
     fmt: str,
     include_history: bool = False,
     curated: bool = False,
+    identity: str = USERNAMES,
 ) -> StreamingHttpResponse:
-    """A download of the study's annotations as ``fmt`` (``"csv"`` or ``"jsonl"``).
+    """A download of the study's annotations as ``fmt`` (``"csv"``, ``"jsonl"``, ``"parquet"``).
 
-    The caller checks that the user may see the study. Under ASGI (daphne) the body is an
-    asynchronous iterator, under WSGI a plain one, so neither server buffers the whole file.
-    ``request`` may be a Django or a DRF request. ``curated`` leaves out excluded annotators.
+    The caller checks that the user may see the study. The body is streamed
+    (:func:`apps.exchange.formats.download`). ``request`` may be a Django or a DRF request.
+    ``curated`` leaves out excluded annotators; ``identity`` names the annotators.
     """
-    chunks = export_bytes(study=study, fmt=fmt, include_history=include_history, curated=curated)
-    django_request = getattr(request, "_request", request)  # DRF wraps the HttpRequest
-    body = _async_chunks(chunks) if isinstance(django_request, ASGIRequest) else chunks
-    filename = export_filename(
-        study=study, fmt=fmt, include_history=include_history, curated=curated
-    )
-    return StreamingHttpResponse(
-        body,
-        content_type=CONTENT_TYPES[fmt],
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    options = {"include_history": include_history, "curated": curated, "identity": identity}
+    return formats.download(
+        export_bytes(study=study, fmt=fmt, **options),
+        request=request,
+        fmt=fmt,
+        filename=export_filename(study=study, fmt=fmt, **options),
     )
 
 
-def provenance(*, study: Study, curated: bool, include_history: bool, fmt: str) -> dict[str, Any]:
+def provenance(
+    *, study: Study, curated: bool, include_history: bool, fmt: str, identity: str = USERNAMES
+) -> dict[str, Any]:
     """What an export with these options holds, what it leaves out and why, and its checksum.
 
     Keys: ``schema``; ``study`` (id, name, status); ``generated_at`` (UTC, ISO 8601);
-    ``software`` (package version, git commit or ``None``); ``options``; ``file`` (name,
+    ``software`` (package version, git commit or ``None``); ``options`` (format, curated,
+    include_history, ``annotators``: usernames or pseudonyms); ``file`` (name,
     columns, rows, bytes, sha256 of the exact file those options download); ``counts`` (rows and
     annotators of the uncurated export vs the file); ``exclusions`` (each excluded annotator:
     who excluded them, when, why, whether the file applies it, the rows left out and every flag
     behind it); ``open_flags`` (open flags of the annotators in the file and of whole questions:
-    known, not acted on). The file is read once more to hash it: if annotations change between
-    this and a download, the checksum tells the two apart.
+    known, not acted on); ``quality`` (per question key, the latest figures with their 95 %
+    intervals and evidence, :func:`analytics.intervals.study_quality`). Annotators are named
+    as in the file (pseudonyms if ``identity`` says so). The file is read once more to hash
+    it: if annotations change between this and a download, the checksum tells the two apart.
     """
-    _check_format(fmt)
+    formats.check_format(fmt)
+    name = annotator_names(study_id=study.pk, identity=identity)
     exclusions = list(active_exclusions(study=study))
     left_out = {exclusion.annotator_id for exclusion in exclusions} if curated else set()
     queryset, annotation_prefix, _ = _export_queryset(study=study, include_history=include_history)
@@ -226,8 +244,8 @@ def provenance(*, study: Study, curated: bool, include_history: bool, fmt: str) 
     )
     kept: Counter[str] = Counter()
     digest, size = hashlib.sha256(), 0
-    rows = _rows(study=study, include_history=include_history, left_out=left_out)
-    for chunk in _encode(_counted(rows, kept), fmt=fmt):
+    rows = _rows(study=study, include_history=include_history, left_out=left_out, name=name)
+    for chunk in formats.encode(_counted(rows, kept), columns=EXPORT_SCHEMA, fmt=fmt):
         digest.update(chunk)
         size += len(chunk)
     flags = list(study_flags(study=study))
@@ -236,10 +254,19 @@ def provenance(*, study: Study, curated: bool, include_history: bool, fmt: str) 
         "study": {"id": study.pk, "name": study.name, "status": study.status},
         "generated_at": timezone.now().astimezone(UTC).isoformat(),
         "software": {"name": PACKAGE, "version": _software_version(), "git_commit": _git_commit()},
-        "options": {"format": fmt, "curated": curated, "include_history": include_history},
+        "options": {
+            "format": fmt,
+            "curated": curated,
+            "include_history": include_history,
+            "annotators": identity,
+        },
         "file": {
             "name": export_filename(
-                study=study, fmt=fmt, include_history=include_history, curated=curated
+                study=study,
+                fmt=fmt,
+                include_history=include_history,
+                curated=curated,
+                identity=identity,
             ),
             "columns": list(EXPORT_COLUMNS),
             "rows": kept.total(),
@@ -254,14 +281,14 @@ def provenance(*, study: Study, curated: bool, include_history: bool, fmt: str) 
         },
         "exclusions": [
             {
-                "annotator": exclusion.annotator.get_username(),
+                "annotator": name(exclusion.annotator.get_username()),
                 "excluded_by": exclusion.by.get_username(),
                 "excluded_at": exclusion.created_at.astimezone(UTC).isoformat(),
                 "reason": exclusion.reason,
                 "applied": curated,
                 "rows_left_out": rows_by_annotator.get(exclusion.annotator_id, 0) if curated else 0,
                 "flags": [
-                    _flag_record(flag)
+                    _flag_record(flag, name)
                     for flag in flags
                     if flag.annotator_id == exclusion.annotator_id
                 ],
@@ -269,10 +296,11 @@ def provenance(*, study: Study, curated: bool, include_history: bool, fmt: str) 
             for exclusion in exclusions
         ],
         "open_flags": [
-            _flag_record(flag)
+            _flag_record(flag, name)
             for flag in flags
             if flag.status == Flag.Status.OPEN and flag.annotator_id not in left_out
         ],
+        "quality": study_quality(study=study, name=name),
     }
 
 
@@ -288,9 +316,9 @@ def _counted(rows: Iterable[dict[str, Any]], counter: Counter[str]) -> Iterator[
         yield row
 
 
-def _flag_record(flag: Flag) -> dict[str, Any]:
+def _flag_record(flag: Flag, name: Callable[[str], str]) -> dict[str, Any]:
     return {
-        "annotator": flag.annotator.get_username() if flag.annotator else None,
+        "annotator": name(flag.annotator.get_username()) if flag.annotator else None,
         "question": flag.question.key,
         "indicator": flag.indicator,
         "reason": flag.reason,
@@ -337,18 +365,3 @@ def _resolve_ref(git_dir: Path, ref: str) -> str:
 
 
 _COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-
-
-def _drain(buffer: io.StringIO) -> str:
-    """Return what the buffer holds and empty it."""
-    text = buffer.getvalue()
-    buffer.seek(0)
-    buffer.truncate()
-    return text
-
-
-async def _async_chunks(chunks: Iterator[str]) -> AsyncIterator[str]:
-    """Pull a synchronous (database-reading) iterator chunk by chunk from a worker thread."""
-    pull = sync_to_async(next, thread_sensitive=True)
-    while (chunk := await pull(chunks, None)) is not None:
-        yield chunk

@@ -18,9 +18,9 @@ from django.core.exceptions import ValidationError
 
 from apps.annotations.models import Assignment
 from apps.annotations.tickets import ticket_issue, ticket_read
-from apps.annotations.values import QUEUE_KINDS
-from apps.studies.forms import ServiceFormMixin
+from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Question, Study
+from core.forms import ServiceFormMixin
 
 TICKET_SALT = "annotations.queue.ticket"
 
@@ -32,6 +32,14 @@ class QueueQuestion:
     question: Question
     field_name: str
     labels: list[Label]
+
+
+def queue_questions(*, study: Study) -> list[QueueQuestion]:
+    """The study's questions answered in the queue, with their labels (two queries)."""
+    return [
+        QueueQuestion(question=q, field_name=f"q{q.pk}", labels=list(q.labels.all()))
+        for q in study.questions.filter(kind__in=queue_kinds()).prefetch_related("labels")
+    ]
 
 
 class AnswerForm(ServiceFormMixin, forms.Form):
@@ -49,15 +57,18 @@ class AnswerForm(ServiceFormMixin, forms.Form):
     action = forms.ChoiceField(choices=[(ANSWER, "Answer"), (SKIP, "Skip")], required=False)
 
     def __init__(
-        self, *args: Any, study: Study, annotator: AbstractBaseUser, **kwargs: Any
+        self,
+        *args: Any,
+        study: Study,
+        annotator: AbstractBaseUser,
+        questions: list[QueueQuestion] | None = None,
+        **kwargs: Any,
     ) -> None:
+        """``questions``: the study's :func:`queue_questions`, if the caller has them already."""
         super().__init__(*args, **kwargs)
         self.study = study
         self.annotator = annotator
-        self.questions = [
-            QueueQuestion(question=q, field_name=f"q{q.pk}", labels=list(q.labels.all()))
-            for q in study.questions.filter(kind__in=QUEUE_KINDS).prefetch_related("labels")
-        ]
+        self.questions = queue_questions(study=study) if questions is None else questions
         for entry in self.questions:
             self.fields[entry.field_name] = forms.ChoiceField(
                 label=entry.question.prompt,
@@ -67,13 +78,18 @@ class AnswerForm(ServiceFormMixin, forms.Form):
 
     @classmethod
     def for_assignment(
-        cls, *, study: Study, annotator: AbstractBaseUser, assignment: Assignment | None
+        cls,
+        *,
+        study: Study,
+        annotator: AbstractBaseUser,
+        assignment: Assignment | None,
+        questions: list[QueueQuestion] | None = None,
     ) -> AnswerForm:
         """A fresh, unbound form for showing ``assignment``: new key, ticket signed now."""
         initial = {"idempotency_key": uuid.uuid4()}
         if assignment is not None:
             initial["ticket"] = ticket_issue({"assignment": assignment.pk}, salt=TICKET_SALT)
-        return cls(study=study, annotator=annotator, initial=initial)
+        return cls(study=study, annotator=annotator, questions=questions, initial=initial)
 
     @property
     def single_question(self) -> bool:

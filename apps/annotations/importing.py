@@ -28,7 +28,8 @@ from django.utils import timezone
 
 from analytics.pipeline import quality_rebuild
 from apps.annotations.models import Annotation, Assignment, Revision
-from apps.annotations.values import QUEUE_KINDS, clean_value
+from apps.annotations.values import clean_value
+from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Membership, Study
 
 MAX_ERRORS = 50
@@ -165,7 +166,7 @@ def _answers_checked(
 def _assignments_complete(*, study: Study, keys: Iterable[AnnotationKey], now: datetime) -> None:
     """One assignment per item, annotator and round answered (an existing one is reused),
     completed if every queue question was answered there."""
-    needed = set(study.questions.filter(kind__in=QUEUE_KINDS).values_list("id", flat=True))
+    needed = set(study.questions.filter(kind__in=queue_kinds()).values_list("id", flat=True))
     answered: dict[tuple[int, int, int], set[int]] = defaultdict(set)
     for question_id, item_id, annotator_id, round_ in keys:
         answered[item_id, annotator_id, round_].add(question_id)

@@ -23,6 +23,9 @@ class Assignment(models.Model):
     round = models.PositiveSmallIntegerField(default=1, help_text="2 = test-retest repeat.")
     position = models.PositiveIntegerField(help_text="Order in this annotator's queue.")
     skip_count = models.PositiveIntegerField(default=0)
+    extra = models.BooleanField(
+        default=False, help_text="Queued by adaptive overlap for a disputed item: served first."
+    )
     completed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Prefetch, Q, QuerySet
 
 from apps.annotations.models import Annotation, Assignment, Revision
 from apps.items.models import Item
 from apps.studies.models import Study
+from core.types import Account
 
 
-def assignment_next(*, annotator: AbstractBaseUser, study: Study) -> Assignment | None:
-    """The annotator's next unfinished assignment: unskipped first, then in queue order."""
+def assignment_next(*, annotator: Account, study: Study) -> Assignment | None:
+    """The annotator's next unfinished assignment: unskipped first, then the extra items of
+    adaptive overlap, then in queue order."""
     return (
         Assignment.objects.filter(study=study, annotator=annotator, completed_at__isnull=True)
         .select_related("item")
-        .order_by("skip_count", "position", "round", "id")
+        .order_by("skip_count", "-extra", "position", "round", "id")
         .first()
     )
 
 
-def annotator_progress(*, annotator: AbstractBaseUser, study: Study) -> dict[str, int]:
+def annotator_progress(*, annotator: Account, study: Study) -> dict[str, int]:
     """``{"done": n, "total": n, "percent": p}`` for one annotator's queue."""
     counts = Assignment.objects.filter(study=study, annotator=annotator).aggregate(
         total=Count("id"), done=Count("id", filter=Q(completed_at__isnull=False))

@@ -12,17 +12,22 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max
+from django.db.models import Count, Exists, F, Max, OuterRef, Q
 from django.utils import timezone
+from numpy.typing import ArrayLike, NDArray
 
 from analytics.pipeline import quality_schedule
+from analytics.selectors import excluded_annotator_ids
+from apps.adjudication.models import OverlapRule
+from apps.adjudication.selectors import flagged_annotator_ids, overlap_rule, question_aggregates
 from apps.annotations.models import Annotation, Assignment, Revision
-from apps.annotations.values import QUEUE_KINDS, clean_value
-from apps.studies.models import Question, Study
+from apps.annotations.values import clean_value
+from apps.studies.kinds import queue_kinds
+from apps.studies.models import Label, Question, Study
 from apps.studies.selectors import study_annotators
+from core.types import Account
 
 
 def _choose_annotators(
@@ -36,8 +41,8 @@ def _choose_annotators(
     rng = np.random.default_rng(seed)
     load = np.zeros(n_annotators)
     shared = np.zeros((n_annotators, n_annotators))
-    for chosen in existing:
-        idx = list(chosen)
+    for taken in existing:
+        idx = list(taken)
         load[idx] += 1
         shared[np.ix_(idx, idx)] += 1
     picks: list[list[int]] = []
@@ -69,7 +74,9 @@ def assignments_fill(*, study: Study) -> int:
     Returns the number of assignments created.
     """
     Study.objects.select_for_update().filter(pk=study.pk).first()  # one fill at a time
-    annotator_ids = list(study_annotators(study=study).values_list("id", flat=True))
+    # Recruited participants (apps.recruitment) get work packages of their own, not a fill.
+    annotators = study_annotators(study=study).exclude(participation__study=study)
+    annotator_ids = list(annotators.values_list("id", flat=True))
     if not annotator_ids:
         return 0
     index = {user_id: i for i, user_id in enumerate(annotator_ids)}
@@ -110,7 +117,86 @@ def assignments_fill(*, study: Study) -> int:
     return len(new)
 
 
-def assignment_check_annotator(*, annotator: AbstractBaseUser, assignment: Assignment) -> None:
+def _extra_annotator(*, study: Study, item_id: int, left_out: set[int]) -> int | None:
+    """Who takes an extra answer of an item: an annotator of the study (not a recruited
+    participant, not ``left_out``) without a first-round assignment of it, with the fewest."""
+    candidates = (
+        study_annotators(study=study)
+        .exclude(participation__study=study)
+        .exclude(pk__in=left_out)
+        .exclude(pk__in=Assignment.objects.filter(item_id=item_id, round=1).values("annotator_id"))
+        .annotate(load=Count("assignments", filter=Q(assignments__study=study)))
+        .order_by("load", "pk")
+    )
+    return candidates.values_list("pk", flat=True).first()
+
+
+def _uncounted(question: Question) -> set[int]:
+    """Annotators whose answers adaptive overlap does not count: excluded or flagged."""
+    return excluded_annotator_ids(study=question.study) | flagged_annotator_ids(question=question)
+
+
+def _rule_asks_more(rule: OverlapRule, n: ArrayLike, disagreement: ArrayLike) -> NDArray:
+    """Whether items with ``n`` counted answers and this AAD-RMSE get one more annotator."""
+    n = np.asarray(n)
+    return (rule.base_k <= n) & (n < rule.k_max) & (np.nan_to_num(disagreement) > rule.threshold)
+
+
+def assignment_extend_disputed(*, question: Question, item_id: int) -> Assignment | None:
+    """Adaptive overlap: queue a disputed item for one more annotator (served first).
+
+    With the question's rule (:class:`apps.adjudication.models.OverlapRule`), an item whose
+    ``n`` counted round-1 answers (excluded and flagged annotators' answers not counted) satisfy
+    ``base_k <= n < k_max``, with no counted annotator's assignment of it still open, and
+    whose AAD-RMSE in the question's label space exceeds ``threshold`` gets one more
+    first-round assignment, marked ``extra``. Returns it, or ``None`` when the rule asks for
+    nothing (or nobody is left to ask). Call inside the transaction that completed an answer.
+    """
+    rule = overlap_rule(question=question)
+    if rule is None:
+        return None
+    study = question.study
+    Study.objects.select_for_update().filter(pk=study.pk).first()  # one extension at a time
+    left_out = _uncounted(question)
+    waiting = (
+        Assignment.objects.filter(item_id=item_id, round=1, completed_at__isnull=True)
+        .exclude(annotator_id__in=left_out)
+        .exists()
+    )
+    if waiting:
+        return None
+    found = question_aggregates(question=question, left_out=left_out, item_ids=[item_id])
+    row = found.row(item_id)
+    if row is None:
+        return None
+    agg = found.aggregates
+    if not _rule_asks_more(rule, agg.n_answers[row], agg.disagreement[row]):
+        return None
+    annotator_id = _extra_annotator(study=study, item_id=item_id, left_out=left_out)
+    if annotator_id is None:
+        return None
+    position = study.items.filter(pk=item_id).values_list("position", flat=True).first() or 0
+    return Assignment.objects.create(
+        study=study, item_id=item_id, annotator_id=annotator_id, position=position, extra=True
+    )
+
+
+def assignments_extend_disputed(*, question: Question) -> list[Assignment]:
+    """:func:`assignment_extend_disputed` for every item the question's rule asks more of now
+    (a rule set or changed mid-study); returns the extra assignments made."""
+    rule = overlap_rule(question=question)
+    if rule is None:
+        return []
+    found = question_aggregates(question=question, left_out=_uncounted(question))
+    due = _rule_asks_more(rule, found.aggregates.n_answers, found.aggregates.disagreement)
+    made = [
+        assignment_extend_disputed(question=question, item_id=int(item_id))
+        for item_id in found.item_ids[due]
+    ]
+    return [assignment for assignment in made if assignment is not None]
+
+
+def assignment_check_annotator(*, annotator: Account, assignment: Assignment) -> None:
     """Refuse unless ``assignment`` is the annotator's own and its study is running."""
     if assignment.annotator_id != annotator.pk:
         raise PermissionDenied("This assignment belongs to another annotator.")
@@ -119,46 +205,62 @@ def assignment_check_annotator(*, annotator: AbstractBaseUser, assignment: Assig
 
 
 def _annotation_for_update(*, question: Question, assignment: Assignment) -> Annotation:
-    """Get or create the annotation row and lock it, safe against concurrent first submits."""
+    """Get or create the annotation row and lock it, safe against concurrent first submits.
+
+    One locking read when the row exists; otherwise the insert (in a savepoint) holds it. The
+    row comes back with ``question`` attached, so nothing reads it again.
+    """
     lookup = {
         "question": question,
         "item_id": assignment.item_id,
         "annotator_id": assignment.annotator_id,
         "round": assignment.round,
     }
-    annotation = Annotation.objects.filter(**lookup).first()
+    annotation = Annotation.objects.select_for_update().filter(**lookup).first()
     if annotation is None:
         try:
             with transaction.atomic():
-                annotation = Annotation.objects.create(**lookup)
-        except IntegrityError:
-            annotation = Annotation.objects.get(**lookup)
-    return Annotation.objects.select_for_update().get(pk=annotation.pk)
+                return Annotation.objects.create(**lookup)
+        except IntegrityError:  # a concurrent first submit made it: wait for its lock
+            annotation = Annotation.objects.select_for_update().get(**lookup)
+    annotation.question = question
+    return annotation
 
 
 def _revision_append(
     *,
     annotation: Annotation,
     value: Any,
-    label_id: int | None,
+    label: Label | None,
     idempotency_key: uuid.UUID,
     time_spent_ms: int | None,
     source: str,
-) -> Revision:
-    """Append a revision to a locked annotation, or return the one this key already made."""
-    previous = annotation.revisions.filter(idempotency_key=idempotency_key).first()
-    if previous is not None:
-        if previous.value != value:
-            raise ValidationError(
-                {"idempotency_key": "This key was already used for a different answer."}
-            )
-        return previous
-    number = (annotation.revisions.aggregate(n=Max("number"))["n"] or 0) + 1
+) -> tuple[Revision, bool]:
+    """Append a revision to a locked annotation, or return the one this key already made.
+
+    Returns the revision and whether it is new (``False``: the key's earlier revision). A new
+    annotation has no revisions, so only an existing one is asked for its latest number and
+    for a revision with this key.
+    """
+    number = 1
+    if annotation.current_revision_id is not None:
+        seen = annotation.revisions.aggregate(
+            last=Max("number"), repeat=Max("pk", filter=Q(idempotency_key=idempotency_key))
+        )
+        if seen["repeat"] is not None:
+            previous = Revision.objects.select_related("label").get(pk=seen["repeat"])
+            if previous.value != value:
+                raise ValidationError(
+                    {"idempotency_key": "This key was already used for a different answer."}
+                )
+            previous.annotation = annotation
+            return previous, False
+        number = (seen["last"] or 0) + 1
     revision = Revision.objects.create(
         annotation=annotation,
         number=number,
         value=value,
-        label_id=label_id,
+        label=label,
         idempotency_key=idempotency_key,
         time_spent_ms=time_spent_ms,
         source=source,
@@ -167,44 +269,46 @@ def _revision_append(
     annotation.analysis_pending = True
     annotation.save(update_fields=["current_revision", "analysis_pending"])
     quality_schedule(question_id=annotation.question_id)
-    return revision
+    return revision, True
 
 
 def _assignment_refresh_completion(*, assignment: Assignment) -> None:
     """Mark the assignment complete once every queue question has a live answer."""
-    needed = set(
-        assignment.study.questions.filter(kind__in=QUEUE_KINDS).values_list("id", flat=True)
+    answered = Annotation.objects.filter(
+        question=OuterRef("pk"),
+        item_id=assignment.item_id,
+        annotator_id=assignment.annotator_id,
+        round=assignment.round,
+        current_revision__value__isnull=False,
     )
-    answered = set(
-        Annotation.objects.filter(
-            question_id__in=needed,
-            item_id=assignment.item_id,
-            annotator_id=assignment.annotator_id,
-            round=assignment.round,
-            current_revision__value__isnull=False,
-        ).values_list("question_id", flat=True)
+    done = not (
+        Question.objects.filter(study_id=assignment.study_id, kind__in=queue_kinds())
+        .exclude(Exists(answered))
+        .exists()
     )
-    done = needed <= answered
     if done != (assignment.completed_at is not None):
         assignment.completed_at = timezone.now() if done else None
         assignment.save(update_fields=["completed_at"])
 
 
-@transaction.atomic
 def annotations_submit(
     *,
-    annotator: AbstractBaseUser,
+    annotator: Account,
     assignment: Assignment,
     answers: Mapping[Question, Any],
     idempotency_key: uuid.UUID,
     time_spent_ms: int | None = None,
     source: str = Revision.Source.UI,
-) -> list[Revision]:
+) -> tuple[list[Revision], bool]:
     """Record one annotator's answers to an assigned item, one revision per question.
 
-    Re-sending the same ``idempotency_key`` returns the revisions it made the first time;
-    answering again with a new key appends revisions (the latest counts). All or nothing: one
-    bad answer stores none of them.
+    Returns the revisions and ``created``: ``False`` when the ``idempotency_key`` was recorded
+    before, and the revisions are the ones it made the first time (decided under the
+    annotation's row lock, so two first sends racing each other get one ``True``). Answering
+    again with a new key appends revisions (the latest counts). All or nothing: one bad answer
+    stores none of them. The checks read before the write transaction opens: SQLite's
+    ``IMMEDIATE`` transactions hold the database's one write lock from their first statement,
+    so every other writer waits for what runs inside.
     """
     assignment = Assignment.objects.select_related("study").get(pk=assignment.pk)
     assignment_check_annotator(annotator=annotator, assignment=assignment)
@@ -212,30 +316,35 @@ def annotations_submit(
         raise ValidationError({"answers": "Answer at least one question."})
     if time_spent_ms is not None and time_spent_ms < 0:
         raise ValidationError({"time_spent_ms": "Time spent cannot be negative."})
-    revisions = []
+    cleaned = []
     for question, raw in answers.items():
         if question.study_id != assignment.study_id:
             raise ValidationError(
                 {"question": f"{question.key!r} is not a question of this study."}
             )
-        value, label = clean_value(question, raw, assignment=assignment)
-        annotation = _annotation_for_update(question=question, assignment=assignment)
-        revisions.append(
+        cleaned.append((question, *clean_value(question, raw, assignment=assignment)))
+    with transaction.atomic():
+        appended = [
             _revision_append(
-                annotation=annotation,
+                annotation=_annotation_for_update(question=question, assignment=assignment),
                 value=value,
-                label_id=label.pk if label else None,
+                label=label,
                 idempotency_key=idempotency_key,
                 time_spent_ms=time_spent_ms,
                 source=source,
             )
-        )
-    _assignment_refresh_completion(assignment=assignment)
-    return revisions
+            for question, value, label in cleaned
+        ]
+        _assignment_refresh_completion(assignment=assignment)
+        if assignment.round == 1 and assignment.completed_at is not None:
+            for question, _, label in cleaned:
+                if label is not None:  # categorical: adaptive overlap may ask one more
+                    assignment_extend_disputed(question=question, item_id=assignment.item_id)
+    return [revision for revision, _ in appended], all(created for _, created in appended)
 
 
 @transaction.atomic
-def assignment_skip(*, annotator: AbstractBaseUser, assignment: Assignment) -> Assignment:
+def assignment_skip(*, annotator: Account, assignment: Assignment) -> Assignment:
     """Move an unfinished item behind the annotator's other unskipped items."""
     assignment = (
         Assignment.objects.select_for_update().select_related("study").get(pk=assignment.pk)
@@ -249,7 +358,7 @@ def assignment_skip(*, annotator: AbstractBaseUser, assignment: Assignment) -> A
 
 @transaction.atomic
 def annotation_undo_last(
-    *, annotator: AbstractBaseUser, study: Study, idempotency_key: uuid.UUID
+    *, annotator: Account, study: Study, idempotency_key: uuid.UUID
 ) -> Assignment | None:
     """Retract the annotator's latest answered item and put it back at the front of the queue.
 
@@ -290,7 +399,7 @@ def annotation_undo_last(
         _revision_append(
             annotation=annotation,
             value=None,
-            label_id=None,
+            label=None,
             idempotency_key=idempotency_key,
             time_spent_ms=None,
             source=Revision.Source.UI,

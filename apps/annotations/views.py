@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http.response import HttpResponseBase
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
 
 from apps.annotations.exporting import (
     CONTENT_TYPES,
@@ -15,16 +17,22 @@ from apps.annotations.exporting import (
     provenance,
     provenance_json,
 )
-from apps.annotations.forms import AnswerForm, UndoForm
+from apps.annotations.forms import AnswerForm, QueueQuestion, UndoForm, queue_questions
 from apps.annotations.selectors import annotator_progress, assignment_next
 from apps.annotations.services import annotation_undo_last, annotations_submit, assignment_skip
-from apps.studies.forms import ServiceFormMixin
-from apps.studies.markdown import render_markdown
-from apps.studies.models import Membership, Study
-from apps.studies.selectors import studies_for_user, studies_managed_by, study_role
+from apps.exchange.huggingface import LICENSES, dataset_response
+from apps.exchange.identity import PSEUDONYMS, USERNAMES
+from apps.recruitment.selectors import participant_redirect
+from apps.recruitment.sessions import is_participant_session
+from apps.studies.access import annotated_study, managed_study
+from apps.studies.models import Study
+from core.forms import ServiceFormMixin
+from core.markdown import render_markdown
 
 
-def _queue_post(request: HttpRequest, study: Study) -> ServiceFormMixin:
+def _queue_post(
+    request: HttpRequest, study: Study, questions: list[QueueQuestion]
+) -> ServiceFormMixin:
     """Carry out an answer, a skip or an undo; the returned form holds any errors."""
     if request.POST.get("action") == "undo":
         undo = UndoForm(request.POST)
@@ -43,7 +51,7 @@ def _queue_post(request: HttpRequest, study: Study) -> ServiceFormMixin:
                     else "There is nothing to undo.",
                 )
         return undo
-    form = AnswerForm(request.POST, study=study, annotator=request.user)
+    form = AnswerForm(request.POST, study=study, annotator=request.user, questions=questions)
     if form.is_valid():
         data = form.cleaned_data
         if data["action"] == AnswerForm.SKIP:
@@ -61,6 +69,16 @@ def _queue_post(request: HttpRequest, study: Study) -> ServiceFormMixin:
     return form
 
 
+def _participant_elsewhere(request: HttpRequest, study: Study) -> HttpResponse | None:
+    """Send a recruited participant whose package is done or timed out on (apps.recruitment)."""
+    if not is_participant_session(request):
+        return None
+    url = participant_redirect(user=request.user, study=study)
+    if url is None:
+        return None
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def queue(request: HttpRequest, study_id: int) -> HttpResponse:
@@ -69,12 +87,15 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
     A POST answers, skips or undoes. Without JavaScript it redirects back here (POST/redirect/
     GET); with htmx the response is just the item area, holding the next item.
     """
-    study = get_object_or_404(studies_for_user(user=request.user), pk=study_id)
-    if study_role(user=request.user, study=study) != Membership.Role.ANNOTATOR:
-        raise Http404("Only the study's annotators have a queue.")
+    study = annotated_study(request, study_id)
+    if away := _participant_elsewhere(request, study):
+        return away
+    questions = queue_questions(study=study)
     failed = None
     if request.method == "POST":
-        form = _queue_post(request, study)
+        form = _queue_post(request, study, questions)
+        if not form.errors and (away := _participant_elsewhere(request, study)):
+            return away
         if not form.errors and not request.htmx:
             return redirect("annotations:queue", study.pk)
         failed = form if form.errors else None
@@ -84,7 +105,7 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
         "instructions": render_markdown(study.instructions),
         "item": assignment.item if assignment else None,
         "form": AnswerForm.for_assignment(
-            study=study, annotator=request.user, assignment=assignment
+            study=study, annotator=request.user, assignment=assignment, questions=questions
         ),
         "undo_form": UndoForm.fresh(),
         "progress": annotator_progress(annotator=request.user, study=study),
@@ -99,34 +120,58 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
 def annotations_export(
     request: HttpRequest, study_id: int, fmt: str, curated: bool = False
 ) -> HttpResponse:
-    """Download a study's annotations as CSV or JSONL; ``?history=1`` adds every revision.
+    """Download a study's annotations as CSV, JSONL or Parquet; ``?history=1`` adds every
+    revision, ``?annotators=pseudonyms`` names annotators by per-study pseudonyms.
 
     ``curated`` (set by the URL) leaves out the annotators excluded on the quality dashboard.
     """
-    study = get_object_or_404(studies_managed_by(user=request.user), pk=study_id)
+    study = managed_study(request, study_id)
     return export_response(
         request=request,
         study=study,
         fmt=fmt,
         include_history=request.GET.get("history") == "1",
         curated=curated,
+        identity=_identity(request),
     )
 
 
 @login_required
 @require_GET
+def dataset_export(request: HttpRequest, study_id: int) -> HttpResponseBase:
+    """Download the curated study as a Hugging Face dataset (zip: Parquet files and card);
+    ``?annotators=pseudonyms`` and ``?license=cc-by-4.0`` (see ``LICENSES``) as in the API."""
+    study = managed_study(request, study_id)
+    license = request.GET.get("license", "other")
+    if license not in LICENSES:
+        return HttpResponseBadRequest(f"Unknown licence; use one of {', '.join(LICENSES)}.")
+    return dataset_response(study=study, identity=_identity(request), license=license)
+
+
+def _identity(request: HttpRequest) -> str:
+    """``?annotators=pseudonyms``, or usernames."""
+    return PSEUDONYMS if request.GET.get("annotators") == PSEUDONYMS else USERNAMES
+
+
+@login_required
+@require_GET
 def curated_provenance(request: HttpRequest, study_id: int) -> HttpResponse:
-    """The provenance record (JSON) of the curated download ``?format=csv|jsonl&history=1``.
+    """The provenance record (JSON) of the curated download
+    ``?format=csv|jsonl|parquet&history=1&annotators=pseudonyms``.
 
     Its ``file.sha256`` is the checksum of that download as long as no one answers meanwhile.
     """
-    study = get_object_or_404(studies_managed_by(user=request.user), pk=study_id)
+    study = managed_study(request, study_id)
     fmt = request.GET.get("format", "csv")
     if fmt not in CONTENT_TYPES:
-        return HttpResponseBadRequest("Unknown format; use csv or jsonl.")
-    include_history = request.GET.get("history") == "1"
-    record = provenance(study=study, curated=True, include_history=include_history, fmt=fmt)
-    filename = export_filename(study=study, fmt=fmt, include_history=include_history, curated=True)
+        return HttpResponseBadRequest("Unknown format; use csv, jsonl or parquet.")
+    options = {
+        "include_history": request.GET.get("history") == "1",
+        "curated": True,
+        "identity": _identity(request),
+    }
+    record = provenance(study=study, fmt=fmt, **options)
+    filename = export_filename(study=study, fmt=fmt, **options)
     return HttpResponse(
         provenance_json(record),
         content_type="application/json",

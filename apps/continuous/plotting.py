@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from analytics.palettes import OKABE_ITO
+from analytics.plotting import OKABE_ITO
 
 WIDTH, HEIGHT, PAD = 800, 260, 28
 PALETTE = (

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from numpy.typing import NDArray
 
 from analytics.metrics.alignment import estimate_lag, shift_trace
-from analytics.metrics.resample import tick_count
+from analytics.metrics.resample import merge_segments, tick_count
 from analytics.metrics.traces import fit_monotonic_cubic, kappa_sda, sda, trend_agreement
 from apps.annotations.models import Annotation, Assignment
 from apps.continuous.config import trace_settings
-from apps.continuous.models import GoldSignal, TraceRecording
+from apps.continuous.models import TIME_DTYPE, VALUE_DTYPE, GoldSignal, TraceRecording, unpack
 from apps.continuous.plotting import Overlay, overlay
 from apps.items.models import Item
-from apps.studies.models import Question
+from apps.studies.models import Question, Study
+from core.types import Account
 
 GREEN_STIMULUS = "green"
 MAX_LAG_S = 5.0
@@ -28,6 +30,8 @@ TRUTH_TOL = 1e-5
 
 MEDIA_KINDS = (Item.Kind.AUDIO, Item.Kind.VIDEO)
 """Item kinds with a media clock to trace against (besides gold items' canvas)."""
+RESUME_POINTS = 1200
+"""Most samples of the trace so far sent to a resuming page: about the plot's width in pixels."""
 
 
 def gold_signal_for_item(item: Item) -> GoldSignal | None:
@@ -46,7 +50,7 @@ def stimulus_duration(item: Item) -> float | None:
 
 
 def recording_open(
-    *, question: Question, item: Item, annotator: AbstractBaseUser, round: int = 1
+    *, question: Question, item: Item, annotator: Account, round: int = 1
 ) -> TraceRecording | None:
     """The annotator's unfinished recording of this item, to resume, if any (latest first)."""
     return (
@@ -59,6 +63,81 @@ def recording_open(
         )
         .order_by("-id")
         .first()
+    )
+
+
+def recording_samples(recording: TraceRecording) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """All stored samples of a recording in order, and where its segments start."""
+    times: list[NDArray[np.float64]] = []
+    values: list[NDArray[np.float64]] = []
+    starts: list[int] = []
+    offset = 0
+    for chunk in recording.chunks.order_by("sequence"):
+        chunk_times = unpack(chunk.times, TIME_DTYPE)
+        times.append(chunk_times)
+        values.append(unpack(chunk.values, VALUE_DTYPE))
+        starts.extend(offset + i for i in chunk.segment_starts)
+        offset += chunk_times.size
+    if not times:
+        return np.empty(0), np.empty(0), []
+    return np.concatenate(times), np.concatenate(values), starts
+
+
+@dataclass(frozen=True)
+class ResumeState:
+    """Where the annotator's unfinished recording of an item stops, for the recorder to go on.
+
+    ``recording`` is ``None`` when there is nothing to resume (start a new recording).
+    ``last_time`` and ``last_value`` are the last stored sample, exactly: the page seeks there.
+    ``times`` and ``values`` are the trace so far (seeks merged), at most ``RESUME_POINTS``
+    samples of it, evenly spread and always with its first and last, to redraw the plot.
+    """
+
+    recording: uuid.UUID | None
+    next_sequence: int
+    last_time: float | None
+    last_value: float | None
+    duration: float | None
+    finished: int
+    times: list[float]
+    values: list[float]
+
+
+def _for_display(times: NDArray, values: NDArray) -> tuple[list[float], list[float]]:
+    """At most ``RESUME_POINTS`` of the samples, evenly spread over them, both ends kept."""
+    if times.size > RESUME_POINTS:
+        keep = np.unique(np.linspace(0, times.size - 1, RESUME_POINTS).round().astype(np.int64))
+        times, values = times[keep], values[keep]
+    return times.tolist(), values.round(6).tolist()
+
+
+def trace_resume_state(*, question: Question, assignment: Assignment) -> ResumeState:
+    """The resume state of ``assignment``'s annotator for ``question`` on its item."""
+    lookup: dict[str, Any] = {
+        "question": question,
+        "item": assignment.item,
+        "annotator": assignment.annotator,
+        "round": assignment.round,
+    }
+    recording = recording_open(**lookup)
+    finished = TraceRecording.objects.filter(
+        **lookup, status=TraceRecording.Status.FINISHED
+    ).count()
+    if recording is None:
+        return ResumeState(
+            None, 0, None, None, stimulus_duration(assignment.item), finished, [], []
+        )
+    times, values, starts = recording_samples(recording)
+    shown_times, shown_values = _for_display(*merge_segments(times, values, segment_starts=starts))
+    return ResumeState(
+        recording=recording.uuid,
+        next_sequence=recording.next_sequence,
+        last_time=recording.last_time,
+        last_value=recording.last_value,
+        duration=recording.duration,
+        finished=finished,
+        times=shown_times,
+        values=shown_values,
     )
 
 
@@ -149,8 +228,13 @@ class AnnotatorCalibration:
 
 
 def item_calibration(
-    trace: NDArray[np.float64], truth: NDArray[np.float64], *, rate_hz: float, tol: float
-) -> dict[str, float | int | bool]:
+    trace: NDArray[np.float64],
+    truth: NDArray[np.float64],
+    *,
+    rate_hz: float,
+    tol: float,
+    truth_tol: float,
+) -> dict[str, Any]:
     """Lag, cubic distortion, trend agreement, SDA and kappa_SDA of a trace against a truth.
 
     The trace is first shifted by its constant lag (maximum correlation within ``MAX_LAG_S``,
@@ -158,6 +242,9 @@ def item_calibration(
     length; the other figures are computed on the shifted trace, as in Booth & Narayanan
     (2020). Figures the data cannot define are nan: the lag of a constant trace (then no
     shift is applied), the cubic fit of a trace with fewer than four distinct values.
+    ``tol`` is the annotator's dead band (slider jitter, the question's SDA tolerance) and
+    applies to the trace only; the truth's differences count as no change only below
+    ``truth_tol`` (floating-point noise of a stored signal).
     """
     n = min(trace.size, truth.size)
     trace, truth = trace[:n], truth[:n]
@@ -175,7 +262,7 @@ def item_calibration(
         cubic_r2, increasing = fit.r2, bool(fit.increasing)
     except ValueError:  # fewer than four distinct slider values
         cubic_r2, increasing = float("nan"), False
-    trend = trend_agreement(aligned, truth, tol=tol)
+    trend = trend_agreement(aligned, truth, tol=tol, truth_tol=truth_tol)
     return {
         "n": n,
         "lag_seconds": lag_seconds,
@@ -185,8 +272,8 @@ def item_calibration(
         "sign_agreement": trend.sign_agreement,
         "f1": trend.f1,
         "mcc": trend.mcc,
-        "sda": sda(aligned, truth, tol=tol),
-        "kappa_sda": kappa_sda(aligned, truth, tol=tol),
+        "sda": sda(aligned, truth, tol=tol, y_tol=truth_tol),
+        "kappa_sda": kappa_sda(aligned, truth, tol=tol, y_tol=truth_tol),
     }
 
 
@@ -197,11 +284,12 @@ def calibration_report(*, question: Question) -> list[AnnotatorCalibration]:
     (constant shift, seconds), the R^2 and monotonicity of the cubic distortion fit, the trend
     agreement (sign agreement, F1 and MCC of forward-difference signs) and SDA / kappa_SDA of
     the lag-corrected trace against the truth, all at the question's analysis rate. The dead
-    band is the question's SDA tolerance, at least ``TRUTH_TOL``. Annotators are sorted by name.
+    band of the traces is the question's SDA tolerance; the truth's is ``TRUTH_TOL``.
+    Annotators are sorted by name.
     """
     settings = trace_settings(question)
     rate = settings.analysis_rate_hz
-    tol = max(settings.sda_tolerance, TRUTH_TOL)
+    tol = settings.sda_tolerance
     signals: dict[int, GoldSignal | None] = {}
     truths: dict[str, NDArray[np.float64]] = {}
     report: dict[int, AnnotatorCalibration] = {}
@@ -216,7 +304,9 @@ def calibration_report(*, question: Question) -> list[AnnotatorCalibration]:
         trace = recording.trace()
         if min(trace.size, truths[signal.key].size) < 2:
             continue  # a stimulus shorter than one analysis step has no trend
-        figures = item_calibration(trace, truths[signal.key], rate_hz=rate, tol=tol)
+        figures = item_calibration(
+            trace, truths[signal.key], rate_hz=rate, tol=tol, truth_tol=TRUTH_TOL
+        )
         row = report.setdefault(
             recording.annotator_id,
             AnnotatorCalibration(recording.annotator_id, recording.annotator.get_username()),
@@ -264,7 +354,26 @@ def item_overlay(*, question: Question, item: Item) -> ItemOverlay:
     return ItemOverlay(item, recordings, gold, plot)
 
 
-def traceable_assignments(*, annotator: AbstractBaseUser, question: Question) -> QuerySet:
+def continuous_questions(*, study: Study) -> QuerySet[Question]:
+    """The study's continuous questions, each with its study loaded."""
+    return Question.objects.select_related("study").filter(
+        study=study, kind=Question.Kind.CONTINUOUS
+    )
+
+
+def trace_assignments(*, annotator: Account, question: Question) -> QuerySet[Assignment]:
+    """Every assignment of the annotator in the question's study, with its item."""
+    return Assignment.objects.select_related("item").filter(
+        study_id=question.study_id, annotator=annotator
+    )
+
+
+def overlay_items(*, question: Question) -> list[Item]:
+    """The items of the question's study in queue order: the choices of the traces page."""
+    return list(Item.objects.filter(study_id=question.study_id).order_by("position", "id"))
+
+
+def traceable_assignments(*, annotator: Account, question: Question) -> QuerySet:
     """The annotator's assignments in the question's study whose item can be traced: audio,
     video, or a gold item naming a known signal; in queue order."""
     playable = Q(item__kind__in=MEDIA_KINDS) | Q(item__metadata__has_key="signal")
@@ -275,7 +384,7 @@ def traceable_assignments(*, annotator: AbstractBaseUser, question: Question) ->
     )
 
 
-def next_trace_assignment(*, annotator: AbstractBaseUser, question: Question) -> Assignment | None:
+def next_trace_assignment(*, annotator: Account, question: Question) -> Assignment | None:
     """The annotator's first traceable assignment without a current trace of ``question``."""
     traced = Annotation.objects.filter(
         question=question,
@@ -288,7 +397,19 @@ def next_trace_assignment(*, annotator: AbstractBaseUser, question: Question) ->
     return assignments.exclude(Exists(traced)).first()
 
 
-def trace_progress(*, annotator: AbstractBaseUser, question: Question) -> dict[str, int]:
+def has_trace(*, assignment: Assignment, question: Question) -> bool:
+    """Whether the assignment's item already has the annotator's current trace of ``question``
+    (in the assignment's round)."""
+    return Annotation.objects.filter(
+        question=question,
+        annotator_id=assignment.annotator_id,
+        item_id=assignment.item_id,
+        round=assignment.round,
+        current_revision__value__isnull=False,
+    ).exists()
+
+
+def trace_progress(*, annotator: Account, question: Question) -> dict[str, int]:
     """``{"done": n, "total": n}``: the annotator's traceable assignments traced so far."""
     total = traceable_assignments(annotator=annotator, question=question).count()
     done = Annotation.objects.filter(

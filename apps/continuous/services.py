@@ -1,15 +1,16 @@
 """Every write of the continuous app: gold signals, trace chunks and finishing.
 
 Continuous questions are made with ``apps.studies.services.question_create(kind="continuous")``;
-their settings are validated by ``apps.continuous.config.clean_trace_settings``, registered in
-``apps.studies.kinds.SETTINGS_CLEANERS`` by this app's ``AppConfig.ready()``.
+their settings are validated by ``apps.continuous.config.clean_trace_settings`` through the
+kind's object (``apps.continuous.kind.CONTINUOUS``, listed in ``settings.QUESTION_KINDS``).
 
 Upload path: ``trace_chunk_store`` validates one chunk and stores it whole or not at all;
-``(recording, sequence)`` makes a retried chunk harmless. ``trace_finish`` merges the chunks,
+``(recording, sequence)`` makes a retried chunk harmless, and samples that overlap the stored
+ones are dropped (kept once, never refused). ``trace_finish`` merges the chunks,
 resamples them to the analysis rate (``analytics.metrics.resample``), stores the result and
 appends it as a revision of the annotation, through the same submit path as every answer;
 the live pipeline then takes the trace into the question's quality statistics after the commit
-(:func:`analytics.quality_kinds.quality_traces_process`, where ``QUALITY_UPDATES`` says).
+(:func:`apps.continuous.quality.quality_traces_process`, where ``QUALITY_UPDATES`` says).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -40,10 +40,11 @@ from apps.continuous.models import (
     pack,
     unpack,
 )
-from apps.continuous.selectors import stimulus_duration
+from apps.continuous.selectors import recording_samples, stimulus_duration
 from apps.continuous.validation import Chunk, chunk_check
 from apps.continuous.values import trace_pointer
 from apps.studies.models import Question
+from core.types import Account
 
 MAX_CLIENT_DURATION_S = 6 * 3600.0
 
@@ -130,7 +131,7 @@ def _recording_for_update(
 
 
 def _checked_assignment(
-    *, annotator: AbstractBaseUser, assignment: Assignment, question: Question
+    *, annotator: Account, assignment: Assignment, question: Question
 ) -> Assignment:
     assignment = Assignment.objects.select_related("study", "item").get(pk=assignment.pk)
     assignment_check_annotator(annotator=annotator, assignment=assignment)
@@ -142,7 +143,7 @@ def _checked_assignment(
 @transaction.atomic
 def trace_chunk_store(
     *,
-    annotator: AbstractBaseUser,
+    annotator: Account,
     assignment: Assignment,
     question: Question,
     recording_uuid: uuid.UUID,
@@ -155,8 +156,13 @@ def trace_chunk_store(
     """Validate and store one chunk of samples; return its receipt and whether it is new.
 
     A chunk already stored under ``(recording, sequence)`` with the same content returns the
-    same receipt and stores nothing; the same sequence with other content is refused. Chunks
-    must arrive in order (``sequence`` = the recording's ``next_sequence``). A bad chunk
+    same receipt and stores nothing; the same sequence with other content is refused. Chunk
+    numbers must increase (``sequence`` at least the recording's ``next_sequence``; numbers
+    may be skipped), so a closing page can send what it has not had acknowledged as one chunk
+    that no earlier upload can overtake. Leading samples at or before the recording's last
+    stored time (a page that resumed from an older point, or that merged an upload which
+    landed meanwhile) are dropped and the rest stored; a chunk with nothing after that time
+    stores nothing and its receipt (``n_samples`` 0) names the stored last time. A bad chunk
     raises ``ValidationError`` and stores nothing (not even a new recording).
     ``duration`` is the client's media duration, used only when the server does not know it.
     """
@@ -182,60 +188,58 @@ def trace_chunk_store(
         return _receipt(recording, stored), False
     if recording.status == TraceRecording.Status.FINISHED:
         raise ValidationError({"recording": "This recording is finished; start a new one."})
-    if sequence != recording.next_sequence:
+    if sequence < recording.next_sequence:
         raise ValidationError(
-            {"sequence": f"Expected chunk {recording.next_sequence}, got {sequence}."}
+            {"sequence": f"Expected chunk {recording.next_sequence} or above, got {sequence}."}
         )
-    starts = chunk_check(
+    checked = chunk_check(
         chunk,
         settings=trace_settings(question),
         duration=recording.duration,
         previous_time=recording.last_time,
     )
+    new = checked.chunk
+    if new.times.size == 0:  # all of it stored before, so the recording has a last sample
+        assert recording.last_time is not None
+        receipt = ChunkReceipt(
+            recording=recording.uuid,
+            sequence=sequence,
+            n_samples=0,
+            last_time=float(recording.last_time),
+            next_sequence=recording.next_sequence,
+        )
+        return receipt, False
     stored = TraceChunk.objects.create(
         recording=recording,
         sequence=sequence,
-        times=pack(chunk.times, TIME_DTYPE),
-        values=pack(chunk.values, VALUE_DTYPE),
-        segment_starts=starts,
-        events=chunk.events,
+        times=pack(new.times, TIME_DTYPE),
+        values=pack(new.values, VALUE_DTYPE),
+        segment_starts=checked.segment_starts,
+        events=new.events,
         digest=digest,
     )
     recording.next_sequence = sequence + 1
-    recording.n_samples += chunk.times.size
-    recording.last_time = float(chunk.times[-1])
-    recording.last_value = float(chunk.values[-1])
+    recording.n_samples += new.times.size
+    recording.last_time = float(new.times[-1])
+    recording.last_value = float(new.values[-1])
     recording.save(update_fields=["next_sequence", "n_samples", "last_time", "last_value"])
     return _receipt(recording, stored), True
-
-
-def recording_samples(recording: TraceRecording) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """All stored samples of a recording in order, and where its segments start."""
-    times, values, starts, offset = [], [], [], 0
-    for chunk in recording.chunks.order_by("sequence"):
-        chunk_times = unpack(chunk.times, TIME_DTYPE)
-        times.append(chunk_times)
-        values.append(unpack(chunk.values, VALUE_DTYPE))
-        starts.extend(offset + i for i in chunk.segment_starts)
-        offset += chunk_times.size
-    if not times:
-        return np.empty(0), np.empty(0), []
-    return np.concatenate(times), np.concatenate(values), starts
 
 
 @transaction.atomic
 def trace_finish(
     *,
-    annotator: AbstractBaseUser,
+    annotator: Account,
     recording_uuid: uuid.UUID,
     time_spent_ms: int | None = None,
     source: str = Revision.Source.UI,
-) -> Revision:
+) -> tuple[Revision, bool]:
     """Resample a recording to the analysis rate and record it as the annotation's revision.
 
     The trace must reach the end of the stimulus (its last sample within ``max_gap_s`` of the
-    end). Finishing again returns the same revision: the recording's uuid is the revision's
-    idempotency key. A new recording of the same item appends a new revision.
+    end). Returns the revision and ``created``: finishing again returns the same revision and
+    ``False`` (the recording's uuid is the revision's idempotency key; the recording's row lock
+    orders racing finishes). A new recording of the same item appends a new revision.
     """
     recording = (
         TraceRecording.objects.select_for_update()
@@ -251,7 +255,10 @@ def trace_finish(
         item_id=recording.item_id, annotator_id=recording.annotator_id, round=recording.round
     )
     if recording.status == TraceRecording.Status.FINISHED:
-        return Revision.objects.get(annotation__annotator=annotator, idempotency_key=recording.uuid)
+        revision = Revision.objects.get(
+            annotation__annotator=annotator, idempotency_key=recording.uuid
+        )
+        return revision, False
     settings = trace_settings(recording.question)
     times, values, starts = recording_samples(recording)
     if times.size < 2:
@@ -273,7 +280,7 @@ def trace_finish(
     recording.n_resampled = trace.size
     recording.finished_at = timezone.now()
     recording.save()
-    (revision,) = annotations_submit(
+    (revision,), created = annotations_submit(
         annotator=annotator,
         assignment=assignment,
         answers={recording.question: trace_pointer(recording)},
@@ -281,4 +288,4 @@ def trace_finish(
         time_spent_ms=time_spent_ms,
         source=source,
     )
-    return revision
+    return revision, created

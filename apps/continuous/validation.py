@@ -1,8 +1,8 @@
 """Checks of one uploaded chunk of slider samples against its recording and the settings.
 
 Pure functions over numbers: the service loads the recording's state and stores the chunk only
-when :func:`chunk_check` passes. Every rejection says why, in words an annotator's developer
-can act on.
+when :func:`chunk_check` passes, without the samples that overlap what is already stored. Every
+rejection says why, in words an annotator's developer can act on.
 """
 
 from __future__ import annotations
@@ -55,14 +55,47 @@ def _check_events(chunk: Chunk, *, settings: TraceSettings, duration: float) -> 
             _fail(f"a {kind} event needs a media time between 0 and {duration:g} s")
 
 
+@dataclass(frozen=True)
+class CheckedChunk:
+    """A chunk that passed :func:`chunk_check`: what of it to store.
+
+    ``chunk`` is the received chunk without its ``overlap`` leading samples, which the stored
+    samples already cover (event indices shifted to match, events among the dropped samples
+    moved to index 0); ``segment_starts`` are the indices in ``chunk`` where a seek starts a
+    new segment. An empty ``chunk`` means nothing in it is new.
+    """
+
+    chunk: Chunk
+    segment_starts: list[int]
+    overlap: int
+
+
+def _overlap(times: NDArray[np.float64], *, head: int, previous_time: float | None) -> int:
+    """How many leading samples (before index ``head``) lie at or before ``previous_time``."""
+    if previous_time is None:
+        return 0
+    return int(np.searchsorted(times[:head], previous_time, side="right"))
+
+
+def _without_prefix(chunk: Chunk, k: int) -> Chunk:
+    events = [{**event, "index": max(0, event["index"] - k)} for event in chunk.events]
+    return Chunk(times=chunk.times[k:], values=chunk.values[k:], events=events)
+
+
 def chunk_check(
     chunk: Chunk,
     *,
     settings: TraceSettings,
     duration: float,
     previous_time: float | None,
-) -> list[int]:
-    """Validate a chunk; return the indices where a seek starts a new segment.
+) -> CheckedChunk:
+    """Validate a chunk; return the part of it to store and where its seeks start segments.
+
+    Samples at the head of the chunk (before any seek) at or before ``previous_time`` overlap
+    what is stored: a page that resumed from an older point, or a chunk re-sent under a new
+    number. They are dropped, not refused; the stored samples stay. The whole received chunk
+    must still pass every other rule, so a bad chunk is refused even when its bad samples
+    would have been dropped.
 
     Parameters
     ----------
@@ -76,10 +109,15 @@ def chunk_check(
         Media time of the recording's last stored sample, ``None`` before the first chunk
         (the trace must then start within ``max_gap_s`` of 0 unless an event explains it).
 
+    Returns
+    -------
+    CheckedChunk
+        The new samples (possibly none), their segment starts and the number dropped.
+
     Raises
     ------
     ValidationError
-        Under ``chunk``, with the first reason found.
+        Under ``chunk``, with the first reason found; sample indices are the received ones.
     """
     t, v = chunk.times, chunk.values
     n = t.size
@@ -102,27 +140,32 @@ def chunk_check(
             f"({settings.scale_min:g} to {settings.scale_max:g})"
         )
     starts = sorted({e["index"] for e in chunk.events if e["type"] == "seek" and e["index"] < n})
-    explained = {e["index"] for e in chunk.events if e["type"] in GAP_EXPLAINERS}
-    before = np.concatenate([[0.0 if previous_time is None else previous_time], t[:-1]])
-    steps = t - before
     breaks = np.zeros(n, dtype=bool)
     breaks[starts] = True
-    first_sample = previous_time is None
-    backwards = np.flatnonzero((steps <= 0) & ~breaks)
-    if first_sample and backwards.size and backwards[0] == 0:
-        backwards = backwards[1:]  # the very first sample may sit at time 0
+    backwards = np.flatnonzero((np.diff(t) <= 0) & ~breaks[1:]) + 1
     if backwards.size:
         i = int(backwards[0])
         _fail(
             f"times must increase strictly: sample {i} ({t[i]:.3f} s) is not after "
-            f"{before[i]:.3f} s and no seek precedes it"
+            f"{t[i - 1]:.3f} s and no seek precedes it"
         )
+    k = _overlap(t, head=starts[0] if starts else n, previous_time=previous_time)
+    kept = _without_prefix(chunk, k)
+    starts = [i - k for i in starts]
+    if k == n:
+        return CheckedChunk(chunk=kept, segment_starts=[], overlap=k)
+    t = kept.times
+    explained = {e["index"] for e in kept.events if e["type"] in GAP_EXPLAINERS}
+    first_sample = previous_time is None
+    before = np.concatenate([[0.0 if first_sample else previous_time], t[:-1]])
+    steps = t - before
+    breaks = breaks[k:]
     gaps = np.flatnonzero((steps > settings.max_gap_s) & ~breaks)
     gaps = np.array([i for i in gaps if int(i) not in explained], dtype=np.int64)
     if gaps.size:
         i = int(gaps[0])
         _fail(
-            f"gap of {steps[i]:.2f} s before sample {i} (at {t[i]:.3f} s) with no pause or "
+            f"gap of {steps[i]:.2f} s before sample {i + k} (at {t[i]:.3f} s) with no pause or "
             f"seek event; at most {settings.max_gap_s:g} s is accepted"
         )
     continuous = ~breaks
@@ -135,4 +178,4 @@ def chunk_check(
             f"{pairs} samples in {span:.2f} s of media time is above {limit:g} Hz, "
             f"twice the recording rate"
         )
-    return starts
+    return CheckedChunk(chunk=kept, segment_starts=starts, overlap=k)

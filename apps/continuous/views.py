@@ -3,44 +3,39 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from apps.annotations.models import Assignment
 from apps.continuous.config import trace_settings
 from apps.continuous.selectors import (
     MEDIA_KINDS,
     calibration_report,
+    continuous_questions,
     gold_signal_for_item,
+    has_trace,
     item_overlay,
     next_trace_assignment,
+    overlay_items,
     stimulus_duration,
+    trace_assignments,
     trace_progress,
 )
-from apps.studies.models import Membership, Question, Study
-from apps.studies.selectors import studies_for_user, study_role
+from apps.studies.access import annotated_study, managed_study
+from apps.studies.models import Question, Study
+from core.markdown import render_markdown
 
 
-def _question(request: HttpRequest, study_id: int, question_key: str, *, role: str) -> Question:
-    """The continuous question if the user has ``role`` in its study; 404 for outsiders."""
-    study = get_object_or_404(studies_for_user(user=request.user), pk=study_id)
-    if study_role(user=request.user, study=study) != role:
-        raise PermissionDenied(f"Only {role}s of this study may open this page.")
-    return get_object_or_404(
-        Question.objects.select_related("study"),
-        study=study,
-        key=question_key,
-        kind=Question.Kind.CONTINUOUS,
-    )
+def _question(study: Study, question_key: str) -> Question:
+    """The study's continuous question of that key (404 if there is none)."""
+    return get_object_or_404(continuous_questions(study=study), key=question_key)
 
 
 @login_required
 def record_next(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse:
     """Send the annotator to their next item without a trace, or say they are done."""
-    question = _question(request, study_id, question_key, role=Membership.Role.ANNOTATOR)
+    question = _question(annotated_study(request, study_id), question_key)
     assignment = next_trace_assignment(annotator=request.user, question=question)
     if assignment is not None and question.study.status == Study.Status.RUNNING:
         return redirect("continuous:record", study_id, question_key, assignment.pk)
@@ -57,12 +52,9 @@ def record(
     request: HttpRequest, study_id: int, question_key: str, assignment_id: int
 ) -> HttpResponse:
     """The recorder for one assigned item: player, slider, live trace, chunked upload."""
-    question = _question(request, study_id, question_key, role=Membership.Role.ANNOTATOR)
+    question = _question(annotated_study(request, study_id), question_key)
     assignment = get_object_or_404(
-        Assignment.objects.select_related("item"),
-        pk=assignment_id,
-        study=question.study,
-        annotator=request.user,
+        trace_assignments(annotator=request.user, question=question), pk=assignment_id
     )
     settings = trace_settings(question)
     item = assignment.item
@@ -82,6 +74,7 @@ def record(
         "api": api,
         "csrf": get_token(request),
     }
+    progress = trace_progress(annotator=request.user, question=question)
     context = {
         "study": question.study,
         "question": question,
@@ -89,7 +82,9 @@ def record(
         "gold": gold,
         "settings": settings,
         "config": config,
-        "progress": trace_progress(annotator=request.user, question=question),
+        "progress": progress,
+        "instructions": render_markdown(question.study.instructions),
+        "done_after": progress["done"] + (not has_trace(assignment=assignment, question=question)),
         "next_url": reverse("continuous:record_next", args=[study_id, question_key]),
         "running": question.study.status == Study.Status.RUNNING,
         "playable": gold is not None or item.kind in MEDIA_KINDS,
@@ -100,9 +95,9 @@ def record(
 @login_required
 def traces(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse:
     """A manager's view: one item's traces of all annotators overlaid, and the calibration."""
-    question = _question(request, study_id, question_key, role=Membership.Role.MANAGER)
+    question = _question(managed_study(request, study_id), question_key)
     settings = trace_settings(question)
-    items = list(question.study.items.order_by("position", "id"))
+    items = overlay_items(question=question)
     chosen = next(
         (i for i in items if str(i.pk) == request.GET.get("item")), items[0] if items else None
     )

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 
 from apps.items.importing import format_for_name
-from apps.studies.forms import ServiceFormMixin
+from core.forms import ServiceFormMixin
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -35,8 +35,8 @@ class ItemImportForm(ServiceFormMixin, forms.Form):
 
     file = forms.FileField(
         label="Item file",
-        help_text="CSV with a header row, or JSON Lines (.jsonl / .ndjson), UTF-8.",
-        widget=forms.ClearableFileInput(attrs={"accept": ".csv,.jsonl,.ndjson"}),
+        help_text="CSV with a header row, JSON Lines (.jsonl / .ndjson), UTF-8, or Parquet.",
+        widget=forms.ClearableFileInput(attrs={"accept": ".csv,.jsonl,.ndjson,.parquet"}),
     )
     media = MultipleFileField(
         label="Media files",

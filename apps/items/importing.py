@@ -1,8 +1,10 @@
-"""Reading and validating item files (CSV, JSON Lines) for :mod:`apps.items.services`.
+"""Reading and validating item files (CSV, JSON Lines, Parquet) for :mod:`apps.items.services`.
 
-Both formats carry the same fields: ``external_id`` (required), ``kind`` (text, image, audio,
-video; default text), ``text``, ``url``, ``media`` (the name of an uploaded file) and
-``metadata`` (a JSON object). Any other column or key is kept in ``metadata``.
+CSV, JSON Lines and Parquet files carry the same fields: ``external_id`` (required), ``kind``
+(text, image, audio, video; default text), ``text``, ``url``, ``media`` (the name of an
+uploaded file: an image, audio or video, checked by :func:`apps.items.media.stimulus_file`)
+and ``metadata`` (a JSON object). ``gold``, ``gold_reason`` and ``gold_use`` give an item a
+known answer (:mod:`apps.recruitment.gold`). Any other column or key is kept in ``metadata``.
 
 Rows are read one at a time and checked against the :class:`~apps.items.models.Item` model's own
 field validators and ``clean()``. Problems are collected (up to :data:`MAX_ERRORS`) and raised
@@ -16,21 +18,26 @@ import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from pathlib import PurePath
 from typing import IO, Any, NamedTuple
 
+import pyarrow as pa
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.files import File
 
+from apps.exchange.formats import read_parquet
+from apps.items.media import stimulus_file
 from apps.items.models import Item
-from apps.studies.models import Study
+from apps.recruitment.gold import GOLD_COLUMNS, GoldSpec, gold_questions, gold_read
+from apps.studies.models import Question, Study
 
-FORMATS = ("csv", "jsonl")
+FORMATS = ("csv", "jsonl", "parquet")
 MAX_ERRORS = 50
 BATCH_SIZE = 500
 STRING_FIELDS = ("external_id", "kind", "text", "url", "media")
-ITEM_KEYS = {*STRING_FIELDS, "metadata"}
-_EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+ITEM_KEYS = {*STRING_FIELDS, "metadata", *GOLD_COLUMNS}
+_EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 _BOM = "\ufeff"
 
 
@@ -68,11 +75,14 @@ class RawRow:
 
 
 def format_for_name(name: str) -> str:
-    """The import format (``"csv"`` or ``"jsonl"``) implied by a file name's extension."""
+    """The import format (``"csv"``, ``"jsonl"`` or ``"parquet"``) implied by a file name."""
     fmt = _EXTENSIONS.get(PurePath(name).suffix.lower())
     if fmt is None:
         raise ValidationError(
-            {"format": f"Cannot tell the format of {name!r}: use .csv, .jsonl or .ndjson."}
+            {
+                "format": f"Cannot tell the format of {name!r}: "
+                "use .csv, .jsonl, .ndjson or .parquet."
+            }
         )
     return fmt
 
@@ -86,18 +96,20 @@ def parse_items(stream: IO[bytes] | IO[str], *, fmt: str) -> Iterator[RawRow]:
     header as line 1 and point at the line where a record starts.
     """
     if fmt not in FORMATS:
-        raise ValidationError({"format": f"Unknown format {fmt!r}; use csv or jsonl."})
-    reader = _csv_rows if fmt == "csv" else _jsonl_rows
+        raise ValidationError({"format": f"Unknown format {fmt!r}; use csv, jsonl or parquet."})
+    reader = {"csv": _csv_rows, "jsonl": _jsonl_rows, "parquet": _parquet_rows}[fmt]
     return reader(stream)
 
 
 @dataclass(frozen=True, slots=True)
 class ItemBatch:
-    """Validated items ready to store: new ones, changed existing ones, and how many were equal."""
+    """Validated items ready to store: new ones, changed existing ones, and how many were equal,
+    and the gold answers of rows that give one, by external id."""
 
     new: list[Item]
     changed: list[Item]
     unchanged: int
+    gold: dict[str, list[GoldSpec]] = field(default_factory=dict)
 
 
 def clean_rows(
@@ -115,6 +127,7 @@ def clean_rows(
     first_line: dict[str, int] = {}
     rows = iter(rows)
     truncated = False
+    questions = gold_questions(study=study)
     while batch := list(itertools.islice(rows, BATCH_SIZE)):
         ids = [_external_id(row.data) for row in batch]
         existing = {
@@ -124,6 +137,7 @@ def clean_rows(
         new: list[Item] = []
         changed: list[Item] = []
         unchanged = 0
+        gold: dict[str, list[GoldSpec]] = {}
         for row, external_id in zip(batch, ids, strict=True):
             row_errors = list(row.errors)
             if external_id in first_line:
@@ -135,6 +149,7 @@ def clean_rows(
             before = _stored_values(item)
             if not row_errors:
                 row_errors = _apply_row(item, row, files=files)
+                row_errors += _read_gold(row, external_id, questions=questions, into=gold)
             errors += row_errors
             if item.pk is None:
                 new.append(item)
@@ -146,7 +161,7 @@ def clean_rows(
             truncated = next(rows, None) is not None
             break
         if not errors:
-            yield ItemBatch(new=new, changed=changed, unchanged=unchanged)
+            yield ItemBatch(new=new, changed=changed, unchanged=unchanged, gold=gold)
     if errors:
         raise ItemImportError(errors[:MAX_ERRORS], truncated=truncated or len(errors) > MAX_ERRORS)
 
@@ -167,6 +182,23 @@ def _as_text(value: Any) -> str | None:
 
 def _external_id(data: Mapping[str, Any]) -> str:
     return (_as_text(data.get("external_id")) or "").strip()
+
+
+def _read_gold(
+    row: RawRow,
+    external_id: str,
+    *,
+    questions: list[Question],
+    into: dict[str, list[GoldSpec]],
+) -> list[RowError]:
+    """Put the row's gold answers (if any) in ``into``; return the problems found."""
+    try:
+        specs = gold_read(row.data, questions=questions)
+    except ValidationError as exc:
+        return [RowError(row.line, "gold", message) for message in exc.messages]
+    if specs:
+        into[external_id] = specs
+    return []
 
 
 def _apply_row(item: Item, row: RawRow, *, files: Mapping[str, File]) -> list[RowError]:
@@ -196,7 +228,10 @@ def _apply_row(item: Item, row: RawRow, *, files: Mapping[str, File]) -> list[Ro
         upload = files.get(values["media"])
         if upload is None:
             return [RowError(row.line, "media", f"No uploaded file named {values['media']!r}.")]
-        item.media = upload
+        try:
+            item.media = stimulus_file(upload, kind=item.kind)
+        except ValidationError as exc:
+            return [RowError(row.line, "media", message) for message in exc.messages]
     try:
         item.full_clean(
             exclude=["study", "position"], validate_unique=False, validate_constraints=False
@@ -283,3 +318,32 @@ def _jsonl_rows(stream: IO[bytes] | IO[str]) -> Iterator[RawRow]:
                 yield _broken_row(line, "Each line must hold one JSON object.")
     except UnicodeDecodeError:
         yield _broken_row(line + 1, "The file is not UTF-8 text.")
+
+
+def _parquet_rows(stream: IO[bytes] | IO[str]) -> Iterator[RawRow]:
+    """Rows of a Parquet file (a seekable binary stream), numbered from 1, read in batches.
+
+    Typed columns come as Python values (numbers are written out by the row validation);
+    ``metadata`` may be a struct or JSON text; timestamps among the extra columns are kept in
+    ``metadata`` as ISO 8601 text.
+    """
+    try:
+        rows = read_parquet(stream)  # type: ignore[arg-type]
+        first = next(rows, None)
+    except (pa.ArrowException, OSError) as exc:
+        raise ItemImportError([RowError(1, "", f"Not a Parquet file: {exc}.")]) from None
+    if first is not None and "external_id" not in first:
+        raise ItemImportError([RowError(1, "external_id", "The file needs an external_id column.")])
+    for line, data in enumerate(itertools.chain([first] if first else [], rows), start=1):
+        row = {
+            key: value.isoformat() if isinstance(value, datetime | date) else value
+            for key, value in data.items()
+            if value is not None
+        }
+        if isinstance(row.get("metadata"), str):
+            try:
+                row["metadata"] = json.loads(row["metadata"])
+            except json.JSONDecodeError as exc:
+                yield _broken_row(line, f"Not valid JSON: {exc.msg}.", field="metadata", data=row)
+                continue
+        yield RawRow(line, row)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.urls import reverse
 
 from apps.studies.models import Study
 
@@ -46,4 +49,16 @@ class Item(models.Model):
     @property
     def media_src(self) -> str:
         """Where the browser loads the stimulus from (upload first, then URL)."""
-        return self.media.url if self.media else self.url
+        return self.media_url or self.url
+
+    @property
+    def media_url(self) -> str:
+        """The uploaded file's address: a view that serves it to the study's members only.
+
+        The stored name is part of the address, so a replaced file gets a new one (no stale
+        copies in caches). Empty without an upload.
+        """
+        if not self.media:
+            return ""
+        name = PurePath(self.media.name).name
+        return reverse("items:media", args=[self.study_id, self.pk, name])

@@ -12,6 +12,7 @@ from django.db.models import Max
 from apps.annotations.services import assignments_fill
 from apps.items.importing import RawRow, clean_rows, parse_items
 from apps.items.models import Item
+from apps.recruitment.services import gold_answers_store
 from apps.studies.models import Study
 
 UPDATED_FIELDS = ["kind", "text", "url", "media", "metadata", "updated_at"]
@@ -70,6 +71,8 @@ def _items_write(
             # One UPDATE each: several times faster than bulk_update's CASE expressions for
             # thousands of rows, and save() stores newly attached uploads.
             item.save(update_fields=UPDATED_FIELDS)
+        if batch.gold:
+            gold_answers_store(study=study, gold=batch.gold)
         created += len(batch.new)
         updated += len(batch.changed) + batch.unchanged
     if created and study.is_running:

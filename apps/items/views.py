@@ -1,32 +1,56 @@
-"""Item pages of a study's managers: the import, and one item with every answer it got."""
+"""Item pages: the import and one item with every answer it got (managers); stimuli (members)."""
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_http_methods, require_safe
 
 from apps.annotations.models import Revision
 from apps.annotations.selectors import item_history
 from apps.items.forms import ItemImportForm
 from apps.items.importing import ItemImportError
+from apps.items.media import media_response
 from apps.items.services import items_import
-from apps.studies.forms import posted
-from apps.studies.selectors import studies_managed_by
+from apps.items.uploads import UploadLimits, limit_uploads
+from apps.studies.access import managed_study, study_for
+from apps.studies.models import Study
+from core.forms import posted
 
 
+@csrf_exempt  # checked by _item_import, once the upload limits are in place
 @login_required
 @require_http_methods(["GET", "POST"])
 def item_import(request: HttpRequest, study_id: int) -> HttpResponse:
-    """Upload a CSV or JSON Lines file of items (and their media); problems listed by line."""
-    study = get_object_or_404(studies_managed_by(user=request.user), pk=study_id)
+    """Upload a CSV or JSON Lines file of items (and their media); problems listed by line.
+
+    Files over their limit (``settings.UPLOAD_MAX_IMPORT_BYTES`` for the item file,
+    ``UPLOAD_MAX_MEDIA_BYTES`` for each media file) are dropped as they stream in: 413.
+    """
+    study = managed_study(request, study_id)
+    limits = limit_uploads(
+        request, file=settings.UPLOAD_MAX_IMPORT_BYTES, media=settings.UPLOAD_MAX_MEDIA_BYTES
+    )
+    return _item_import(request, study, limits)
+
+
+@csrf_protect
+def _item_import(request: HttpRequest, study: Study, limits: UploadLimits) -> HttpResponse:
     data = posted(request)
     form = ItemImportForm(data, request.FILES if data is not None else None)
+    for refused in limits.refused:
+        form.errors.pop(refused.field, None)  # not "required": it was sent, and dropped
+        form.add_error(refused.field, str(refused))
     import_error = None
-    if form.is_valid():
+    if not limits.refused and form.is_valid():
         try:
             summary = items_import(
                 study=study,
@@ -50,7 +74,7 @@ def item_import(request: HttpRequest, study_id: int) -> HttpResponse:
         "import_error": import_error,
         "item_count": study.items.count(),
     }
-    status = 422 if import_error else form.http_status
+    status = 413 if limits.refused else 422 if import_error else form.http_status
     return render(request, "items/import.html", context, status=status)
 
 
@@ -69,7 +93,7 @@ def _answer_text(revision: Revision) -> str:
 @login_required
 def item_detail(request: HttpRequest, study_id: int, item_id: int) -> HttpResponse:
     """One item as annotators saw it, with every answer and its revisions (managers only)."""
-    study = get_object_or_404(studies_managed_by(user=request.user), pk=study_id)
+    study = managed_study(request, study_id)
     item = get_object_or_404(study.items, pk=item_id)
     answers = [
         {
@@ -84,3 +108,13 @@ def item_detail(request: HttpRequest, study_id: int, item_id: int) -> HttpRespon
     return render(
         request, "items/item_detail.html", {"study": study, "item": item, "answers": answers}
     )
+
+
+@require_safe
+def item_media(request: HttpRequest, study_id: int, item_id: int, name: str) -> HttpResponseBase:
+    """An item's uploaded stimulus, for the members of its study (404 for anyone else)."""
+    study = study_for(request, study_id)
+    item = get_object_or_404(study.items.exclude(media=""), pk=item_id)
+    if PurePath(item.media.name).name != name:
+        raise Http404("The item's file has changed.")
+    return media_response(request, item.media)

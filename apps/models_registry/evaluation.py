@@ -233,8 +233,8 @@ def pooled_kappa_sda(
     Per item, the traces (cut to the item's shortest) give every pair's 3 x 3 table of
     difference-sign coincidences (``sign_coincidence_matrix``); tables add up over items and
     ``kappa_sda_from_counts`` turns each pair's sum into kappa_SDA (Booth & Narayanan 2020).
-    Pairs sharing fewer than :data:`TRACE_MIN_ITEMS` items are nan; the diagonal is 1, as in
-    ``pairwise_kappa``.
+    Pairs sharing fewer than :data:`TRACE_MIN_ITEMS` items are nan; the diagonal is 1 for
+    annotators who traced that many items and nan for the others, as in ``pairwise_kappa``.
     """
     counts = np.zeros((n_annotators, n_annotators, 3, 3))
     shared = np.zeros((n_annotators, n_annotators), dtype=int)
@@ -247,7 +247,7 @@ def pooled_kappa_sda(
     with np.errstate(invalid="ignore", divide="ignore"):
         kappa = np.asarray(kappa_sda_from_counts(counts), dtype=float)
     kappa[shared < TRACE_MIN_ITEMS] = np.nan
-    np.fill_diagonal(kappa, 1.0)
+    kappa[np.diag_indices_from(kappa)] = np.where(np.diag(shared) >= TRACE_MIN_ITEMS, 1.0, np.nan)
     return kappa
 
 

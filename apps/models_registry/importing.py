@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +34,9 @@ from pathlib import PurePath
 from typing import IO, Any
 
 import numpy as np
+from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.template.defaultfilters import filesizeformat
 from numpy.typing import NDArray
 
 from apps.items.importing import MAX_ERRORS, ItemImportError, RawRow, RowError, parse_items
@@ -60,18 +63,21 @@ def upload_format(name: str) -> str:
 
 
 def read_rows(
-    stream: IO[bytes] | IO[str], *, fmt: str, required: tuple[str, ...]
+    stream: IO[bytes] | IO[str], *, fmt: str, required: tuple[str, ...], max_rows: int
 ) -> Iterator[RawRow]:
     """Rows of an upload, one at a time; a missing column or array raises :class:`UploadError`.
 
     ``required`` names the CSV columns or NPZ arrays that must be present (JSON Lines rows are
-    checked one by one in validation).
+    checked one by one in validation). An NPZ is refused from its arrays' headers, before any
+    is loaded, when an array has more than ``max_rows`` rows (:attr:`Axes.max_rows`) or they
+    hold more than ``settings.UPLOAD_MAX_MODEL_RUN_BYTES`` uncompressed (:func:`npz_check`).
     """
     if fmt == "jsonl":
         return parse_items(stream, fmt="jsonl")
     if fmt == "csv":
         return _csv_rows(stream, required)
     if fmt == "npz":
+        npz_check(stream, max_rows=max_rows)  # type: ignore[arg-type]
         return _npz_rows(stream, required)
     raise ValidationError(f"Unknown format {fmt!r}; use csv, jsonl or npz.")
 
@@ -84,6 +90,11 @@ class Axes:
     annotators: Mapping[str, int]  # username -> user id
     labels: Mapping[str, int]  # label key -> label id
     question_key: str = ""
+
+    @property
+    def max_rows(self) -> int:
+        """The most rows a file can have: one per (item, annotator)."""
+        return len(self.items) * len(self.annotators)
 
 
 @dataclass
@@ -350,15 +361,80 @@ def _csv_rows(stream: IO[bytes] | IO[str], required: tuple[str, ...]) -> Iterato
         yield RawRow(line, {}, (RowError(line, "", f"Not valid CSV: {exc}."),))
 
 
+def npz_check(stream: IO[bytes], *, max_rows: int) -> None:
+    """Refuse an NPZ from its entries' headers, before any array is loaded (or decompressed).
+
+    Every entry must be a ``.npy`` array of numbers or text (no Python objects) with at most
+    ``max_rows`` rows, and all together may hold at most ``settings.UPLOAD_MAX_MODEL_RUN_BYTES``
+    once loaded (shape x item size). Raises :class:`UploadError` naming each entry refused,
+    with its shape and dtype; leaves ``stream`` at its start.
+    """
+    limit = settings.UPLOAD_MAX_MODEL_RUN_BYTES
+    problems: list[RowError] = []
+    total = 0
+    try:
+        with zipfile.ZipFile(stream) as archive:
+            for info in archive.infolist():
+                name = info.filename.removesuffix(".npy")
+                if name == info.filename:
+                    problems.append(RowError(1, name, "Not a .npy array: an NPZ holds arrays."))
+                    continue
+                with archive.open(info) as entry:
+                    shape, dtype = _npy_header(entry)
+                what = f"Array {name!r} holds {shape} {dtype}"
+                size = math.prod(shape) * dtype.itemsize
+                total += size
+                if dtype.hasobject:
+                    problems.append(RowError(1, name, f"{what}: Python objects are not read."))
+                elif shape and shape[0] > max_rows:
+                    message = f"{what}: more rows than items x annotators ({max_rows})."
+                    problems.append(RowError(1, name, message))
+                elif size > limit:
+                    message = (
+                        f"{what}: {filesizeformat(size)} once loaded; a model-run file may hold "
+                        f"{filesizeformat(limit)}."
+                    )
+                    problems.append(RowError(1, name, message))
+    except _NPZ_ERRORS as exc:
+        raise _unreadable_npz(exc) from None
+    finally:
+        stream.seek(0)
+    if not problems and total > limit:
+        message = (
+            f"The arrays hold {filesizeformat(total)} once loaded; a model-run file may hold "
+            f"{filesizeformat(limit)}."
+        )
+        problems.append(RowError(1, "", message))
+    if problems:
+        raise UploadError(problems)
+
+
+_NPZ_ERRORS = (OSError, ValueError, zipfile.BadZipFile, EOFError)
+
+
+def _unreadable_npz(exc: Exception) -> UploadError:
+    return UploadError([RowError(1, "", f"Not a readable .npz file of arrays: {exc}.")])
+
+
+def _npy_header(entry: IO[bytes]) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype of a ``.npy`` stream, read from its header alone."""
+    version = np.lib.format.read_magic(entry)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(entry)
+    elif version == (2, 0):
+        shape, _, dtype = np.lib.format.read_array_header_2_0(entry)
+    else:
+        raise ValueError(f".npy format version {version[0]}.{version[1]} is not read")
+    return shape, dtype
+
+
 def _npz_rows(stream: IO[bytes] | IO[str], required: tuple[str, ...]) -> Iterator[RawRow]:
     """Rows of an NPZ archive's equally long arrays (no pickled objects are loaded)."""
     try:
         archive = np.load(stream, allow_pickle=False)  # type: ignore[arg-type]
         arrays = {name: archive[name] for name in archive.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise UploadError(
-            [RowError(1, "", f"Not a readable .npz file of arrays: {exc}.")]
-        ) from None
+    except _NPZ_ERRORS as exc:
+        raise _unreadable_npz(exc) from None
     problems = [
         RowError(1, name, "The archive needs this array.")
         for name in required

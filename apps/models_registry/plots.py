@@ -1,7 +1,7 @@
 """Geometry of the run page's plots: numbers only, the SVG is drawn by the templates.
 
 Both heatmaps of a run use the ground truth's cluster order and the same cividis scale (the
-dashboard's :func:`analytics.dashboard.colours`), so cells at the same place compare the same
+dashboard's :func:`analytics.plotting.colours`), so cells at the same place compare the same
 pair. Both MDS maps share one frame and scale (the model's map is already Procrustes-aligned to
 the truth's), and each annotator keeps one Okabe-Ito colour and its name on both maps.
 """
@@ -12,9 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from analytics.dashboard import heatmap_layout
 from analytics.metrics import agglomerative_order
-from analytics.palettes import OKABE_ITO
+from analytics.plotting import OKABE_ITO, heatmap_layout
 
 HEATMAP_SIZE = 360.0
 MAP_SIZE = 340.0

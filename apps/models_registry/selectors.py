@@ -117,6 +117,8 @@ def question_traces(*, question: Question) -> QuestionTraces:
 
 def recording_array(recording: TraceRecording) -> NDArray[np.float64]:
     """A finished recording's trace at the analysis rate."""
+    if recording.resampled is None:
+        raise ValueError("The recording is not finished: it has no trace at the analysis rate.")
     return unpack(recording.resampled, VALUE_DTYPE)
 
 
@@ -216,10 +218,11 @@ def leaderboard(*, question: Question, limit: int | None = None) -> Leaderboard:
     """The question's runs ranked by DIC (lower is better; runs without figures last) with the
     reference rows of the most recent evaluation (they depend on the human labels only)."""
     runs = list(runs_of_question(question=question))
-    evaluations = ModelRunEvaluation.objects.in_bulk([r.latest_id for r in runs if r.latest_id])
+    latest = {run.pk: run.latest_id for run in runs}  # type: ignore[attr-defined]  # annotated
+    evaluations = ModelRunEvaluation.objects.in_bulk([pk for pk in latest.values() if pk])
     rows = []
     for run in runs:
-        evaluation = evaluations.get(run.latest_id)
+        evaluation = evaluations.get(latest[run.pk])
         figures = evaluation.figures if evaluation else {}
         bae_of = figures.get("bae", {})
         rows.append(

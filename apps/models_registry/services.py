@@ -19,7 +19,6 @@ from typing import IO, Any, NamedTuple
 
 import numpy as np
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -61,6 +60,7 @@ from apps.models_registry.selectors import (
     upload_axes,
 )
 from apps.studies.models import Question, Study
+from core.types import Account
 
 BATCH_SIZE = 5000
 DEFAULT_RECOMPUTE_INTERVAL = 60
@@ -80,7 +80,7 @@ def model_run_register(
     question: Question,
     name: str,
     version: str,
-    created_by: AbstractBaseUser,
+    created_by: Account,
     predictions: Upload,
     features: Upload | None = None,
     attention: Upload | None = None,
@@ -122,7 +122,9 @@ def model_run_register(
         value = label_value(axes)
     try:
         required = TRACE_FIELDS if traces else PREDICTION_FIELDS
-        rows = read_rows(predictions.stream, fmt=predictions.fmt, required=required)
+        rows = read_rows(
+            predictions.stream, fmt=predictions.fmt, required=required, max_rows=axes.max_rows
+        )
         predicted = clean_predictions(rows, axes=axes, value=value)
     except UploadError as exc:
         errors["predictions"] = exc.messages
@@ -135,7 +137,9 @@ def model_run_register(
         if upload is None:
             continue
         try:
-            rows = read_rows(upload.stream, fmt=upload.fmt, required=VECTOR_FIELDS)
+            rows = read_rows(
+                upload.stream, fmt=upload.fmt, required=VECTOR_FIELDS, max_rows=axes.max_rows
+            )
             vectors[kind.value] = clean_vectors(rows, axes=axes)
         except UploadError as exc:
             errors[field] = exc.messages
@@ -245,17 +249,21 @@ def model_runs_recompute(*, question_id: int, force: bool = False) -> int:
     latest = {run.pk: latest_evaluation(run=run) for run in runs}
     # Cheap checks first: the fingerprint aggregates the question's answers, so it is only
     # read when some run is unevaluated or old enough to be refreshed.
-    due = [r for r in runs if force or latest[r.pk] is None or latest[r.pk].computed_at <= recent]
+    due = [r for r in runs if force or (e := latest[r.pk]) is None or e.computed_at <= recent]
     if not due:
         return 0
     _, fingerprint = answers_fingerprint(question_id=question_id)
     runs = [
-        run
-        for run in due
-        if force or latest[run.pk] is None or latest[run.pk].fingerprint != fingerprint
+        run for run in due if force or (e := latest[run.pk]) is None or e.fingerprint != fingerprint
     ]
     if runs:  # the answers are read only when some run needs them, once for all
         answers = question_answers(question=runs[0].question)
         for run in runs:
             model_run_evaluate(run=run, answers=answers)
     return len(runs)
+
+
+@transaction.atomic
+def model_run_delete(*, run: ModelRun) -> None:
+    """Delete a run with its predictions, vectors and evaluations (the leaderboard forgets it)."""
+    run.delete()

@@ -1,20 +1,24 @@
-"""Pages of the model registry: the leaderboard of a question's runs and one run's figures.
+"""Pages of the model registry: a question's leaderboard (upload, compare), a run, its deletion.
 
-Managers of the study only; everyone else gets a 404 that does not reveal the study exists.
+Managers of the study only (apps/studies/access.py: 404 for outsiders, 403 for annotators).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_http_methods, require_POST
 
+from apps.items.uploads import UploadLimits, limit_uploads
 from apps.models_registry import plots
 from apps.models_registry.evaluation import VECTOR_KINDS
+from apps.models_registry.forms import UPLOAD_FIELDS, ModelRunUploadForm
 from apps.models_registry.models import ModelRun, ModelRunEvaluation
 from apps.models_registry.selectors import (
     answers_fingerprint,
@@ -24,9 +28,10 @@ from apps.models_registry.selectors import (
     reference_rows,
     usernames,
 )
-from apps.models_registry.services import model_runs_recompute
-from apps.studies.models import Study
-from apps.studies.selectors import studies_managed_by
+from apps.models_registry.services import model_run_delete, model_run_register, model_runs_recompute
+from apps.studies.access import managed_study
+from apps.studies.models import Question, Study
+from core.forms import posted
 
 MAP_TITLES = {
     "feature": "Feature level",
@@ -35,35 +40,128 @@ MAP_TITLES = {
 }
 
 
-def _managed_study(request: HttpRequest, study_id: int) -> Study:
-    """The study if the user manages it; 404 for everyone else."""
-    return get_object_or_404(studies_managed_by(user=request.user), pk=study_id)
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def question_leaderboard(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse:
     """The question's model runs ranked by DIC, with the reference rows; POST recomputes."""
-    study = _managed_study(request, study_id)
+    study = managed_study(request, study_id)
     question = get_object_or_404(model_run_questions(study=study), key=question_key)
     if request.method == "POST":
         count = model_runs_recompute(question_id=question.pk, force=True)
         messages.success(request, f"Recomputed {count} run(s) on the current answers.")
         return redirect("models_registry:leaderboard", study.pk, question.key)
+    return _leaderboard_page(request, study, question, ModelRunUploadForm())
+
+
+def _leaderboard_page(
+    request: HttpRequest,
+    study: Study,
+    question: Question,
+    form: ModelRunUploadForm,
+    status: int = 200,
+) -> HttpResponse:
     n_annotations, _ = answers_fingerprint(question_id=question.pk)
     context = {
         "study": study,
         "question": question,
         "board": leaderboard(question=question),
         "n_annotations": n_annotations,
+        "form": form,
+        "max_bytes": settings.UPLOAD_MAX_MODEL_RUN_BYTES,
     }
-    return render(request, "models_registry/leaderboard.html", context)
+    return render(request, "models_registry/leaderboard.html", context, status=status)
+
+
+@csrf_exempt  # checked by _run_upload, once the upload limits are in place
+@login_required
+@require_POST
+def run_upload(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse:
+    """Register a run from the leaderboard's form, all or nothing; errors shown on the form.
+
+    Each file over ``settings.UPLOAD_MAX_MODEL_RUN_BYTES`` is dropped as it streams in: 413.
+    """
+    study = managed_study(request, study_id)
+    question = get_object_or_404(model_run_questions(study=study), key=question_key)
+    limits = limit_uploads(
+        request, **dict.fromkeys(UPLOAD_FIELDS, settings.UPLOAD_MAX_MODEL_RUN_BYTES)
+    )
+    return _run_upload(request, study, question, limits)
+
+
+@csrf_protect
+def _run_upload(
+    request: HttpRequest, study: Study, question: Question, limits: UploadLimits
+) -> HttpResponse:
+    form = ModelRunUploadForm(posted(request), request.FILES)
+    for refused in limits.refused:
+        form.errors.pop(refused.field, None)  # not "required": it was sent, and dropped
+        form.add_error(refused.field, str(refused))
+    if not limits.refused and form.is_valid():
+        data = form.cleaned_data
+        run = form.apply(
+            model_run_register,
+            study=study,
+            question=question,
+            name=data["name"],
+            version=data["version"],
+            created_by=request.user,
+            predictions=data["predictions"],
+            features=data["features"],
+            attention=data["attention"],
+        )
+        if run is not None:
+            messages.success(request, f"Registered {run} and evaluated it.")
+            return redirect("models_registry:leaderboard", study.pk, question.key)
+    status = 413 if limits.refused else form.http_status
+    return _leaderboard_page(request, study, question, form, status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def run_delete(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse:
+    """GET asks to confirm; POST deletes the run with its predictions and figures."""
+    study = managed_study(request, study_id)
+    run = get_object_or_404(ModelRun.objects.select_related("question"), study=study, pk=run_id)
+    if request.method == "POST":
+        model_run_delete(run=run)
+        messages.success(request, f"Deleted {run}.")
+        return redirect("models_registry:leaderboard", study.pk, run.question.key)
+    return render(
+        request,
+        "models_registry/run_delete.html",
+        {"study": study, "run": run, "question": run.question},
+    )
+
+
+@login_required
+def run_compare(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse:
+    """Two runs of a question side by side (``?run=A&run=B``): figures and model's maps."""
+    study = managed_study(request, study_id)
+    question = get_object_or_404(model_run_questions(study=study), key=question_key)
+    ids = request.GET.getlist("run")
+    if len(ids) != 2 or not all(i.isdigit() for i in ids) or ids[0] == ids[1]:
+        messages.error(request, "Tick exactly two runs to compare.")
+        return redirect("models_registry:leaderboard", study.pk, question.key)
+    found = ModelRun.objects.select_related("created_by").in_bulk(
+        [int(i) for i in ids], field_name="pk"
+    )
+    sides = []
+    for run_id in ids:
+        run = found.get(int(run_id))
+        if run is None or run.question_id != question.pk:
+            raise Http404("No such run of this question.")
+        evaluation = latest_evaluation(run=run)
+        if evaluation is None:
+            raise Http404("This run has no evaluation.")
+        sides.append({"run": run, "evaluation": evaluation, **_figures_context(evaluation)})
+    context = {"study": study, "question": question, "sides": sides}
+    return render(request, "models_registry/run_compare.html", context)
 
 
 @login_required
 def run_detail(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse:
     """One run: heatmaps with DIC, MDS maps with BAE, traditional metrics, reference rows."""
-    study = _managed_study(request, study_id)
+    study = managed_study(request, study_id)
     run = get_object_or_404(
         ModelRun.objects.select_related("question", "created_by"), study=study, pk=run_id
     )

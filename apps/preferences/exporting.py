@@ -1,25 +1,102 @@
-"""Streamed CSV downloads of pairwise preferences (score table and raw judgements)."""
+"""Export rows of a pairwise question: every raw judgement, and the pooled score table.
+
+Rows are dicts of typed values, written as CSV, JSON Lines or Parquet by
+:mod:`apps.exchange.formats` with the columns :data:`JUDGEMENT_SCHEMA` and
+:func:`score_schema`. Annotators are named by ``name`` (usernames, or per-study pseudonyms from
+:func:`apps.exchange.identity.annotator_names`).
+"""
 
 from __future__ import annotations
 
-import csv
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterator
+from typing import Any
 
-from django.http import StreamingHttpResponse
+from apps.exchange.formats import Column
+from apps.exchange.identity import same_name
+from apps.preferences.models import Judgement
+from apps.preferences.selectors import QuestionScores
+from apps.studies.models import Question
+
+JUDGEMENT_SCHEMA = (
+    Column("annotator", "str"),
+    Column("sequence", "int"),
+    Column("item_a", "str"),
+    Column("item_b", "str"),
+    Column("outcome", "int32"),  # 1 prefers A, -1 prefers B, 0 a tie
+    Column("phase", "str"),
+    Column("contradicts", "bool"),
+    Column("time_spent_ms", "int"),
+    Column("side_a", "str"),  # the side item_a was shown on: A (left), B, or "" (not recorded)
+    Column("retracted", "bool"),  # undone by the annotator
+    Column("idempotency_key", "str"),
+    Column("created_at", "timestamp"),
+)
+CHUNK_SIZE = 2000
 
 
-class _Echo:
-    """A file-like object whose ``write`` hands the line back, for ``csv.writer``."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
-def csv_response(rows: Iterable[list[str]], *, filename: str) -> StreamingHttpResponse:
-    """Stream ``rows`` as a CSV attachment, one line at a time."""
-    writer = csv.writer(_Echo())
-    response = StreamingHttpResponse(
-        (writer.writerow(row) for row in rows), content_type="text/csv; charset=utf-8"
+def judgement_rows(
+    *,
+    question: Question,
+    name: Callable[[str], str] = same_name,
+    left_out: Collection[int] = (),
+) -> Iterator[dict[str, Any]]:
+    """Every raw judgement of ``question`` (keys :data:`JUDGEMENT_SCHEMA`), by annotator and
+    sequence, read from the database in chunks; none of the annotators ``left_out`` (ids)."""
+    judgements = (
+        Judgement.objects.filter(question=question)
+        .exclude(annotator_id__in=left_out)
+        .select_related("annotator", "item_a", "item_b", "retraction")
+        .order_by("annotator__username", "sequence")
     )
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+    for j in judgements.iterator(chunk_size=CHUNK_SIZE):
+        yield {
+            "annotator": name(j.annotator.get_username()),
+            "sequence": j.sequence,
+            "item_a": j.item_a.external_id,
+            "item_b": j.item_b.external_id,
+            "outcome": j.outcome,
+            "phase": j.phase,
+            "contradicts": j.contradicts,
+            "time_spent_ms": j.time_spent_ms,
+            "side_a": j.side_a,
+            "retracted": hasattr(j, "retraction"),
+            "idempotency_key": str(j.idempotency_key),
+            "created_at": j.created_at,
+        }
+
+
+def score_schema(scores: QuestionScores, *, name: Callable[[str], str] = same_name) -> list[Column]:
+    """The score table's columns: item, rank, Bradley-Terry log strength, its standard error and
+    prior ``alpha``, then each annotator's count score and scale score, and the weight of their
+    judgements in the pooled fit (the same on every row, like ``bt_alpha``)."""
+    annotators = [name(username) for username in scores.annotators]
+    return [
+        Column("item_id", "int"),
+        Column("external_id", "str"),
+        Column("rank", "int"),
+        Column("bt_log_strength", "float"),
+        Column("bt_se", "float"),
+        Column("bt_alpha", "float"),
+        *(Column(f"count_{annotator}", "float") for annotator in annotators),
+        *(Column(f"scale_{annotator}", "float") for annotator in annotators),
+        *(Column(f"weight_{annotator}", "float") for annotator in annotators),
+    ]
+
+
+def score_rows(
+    scores: QuestionScores, *, name: Callable[[str], str] = same_name
+) -> Iterator[dict[str, Any]]:
+    """One row per item, best first (keys :func:`score_schema`); NaN where undefined."""
+    annotators = [name(username) for username in scores.annotators]
+    for row in scores.rows:
+        yield {
+            "item_id": row.item.pk,
+            "external_id": row.item.external_id,
+            "rank": row.rank,
+            "bt_log_strength": row.log_strength,
+            "bt_se": row.se,
+            "bt_alpha": scores.alpha,
+            **{f"count_{a}": v for a, v in zip(annotators, row.counts, strict=True)},
+            **{f"scale_{a}": v for a, v in zip(annotators, row.scales, strict=True)},
+            **{f"weight_{a}": w for a, w in zip(annotators, scores.weights, strict=True)},
+        }

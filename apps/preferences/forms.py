@@ -1,4 +1,4 @@
-"""The form of the comparison page: one answer to the pair shown.
+"""The forms of the comparison page: one answer to the pair shown, and undo.
 
 The rendered form carries a fresh idempotency key and a signed *ticket* naming the pair shown
 and the moment it was shown, so the server knows which pair is answered and how long it took
@@ -14,7 +14,7 @@ from django import forms
 
 from apps.annotations.tickets import ticket_issue, ticket_read
 from apps.preferences.models import Judgement
-from apps.studies.forms import ServiceFormMixin
+from core.forms import ServiceFormMixin
 
 TICKET_SALT = "preferences.compare.ticket"
 
@@ -53,3 +53,9 @@ class JudgementForm(ServiceFormMixin, forms.Form):
         )
         data["item_a"], data["item_b"] = shown["a"], shown["b"]
         return data
+
+
+class UndoForm(ServiceFormMixin, forms.Form):
+    """Undo the latest judgement; ``judgement`` names it, so that a resent form undoes one."""
+
+    judgement = forms.IntegerField(widget=forms.HiddenInput, required=False)

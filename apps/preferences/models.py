@@ -3,7 +3,7 @@
 A :class:`Judgement` is one answer of one annotator to one pair of items of a ``pairwise``
 question; judgements are never updated or deleted. A :class:`PairSession` holds what is needed to
 rebuild that annotator's :class:`~apps.preferences.scheduling.PairScheduler` from the stored
-judgements (seed and item list); its row lock serialises the annotator's requests.
+judgements (seed and item list); its row lock serialises the storing of the annotator's answers.
 
 The question's ``settings`` are checked by :func:`clean_pairwise_settings`.
 """
@@ -103,8 +103,13 @@ class PairSession(models.Model):
     round-1 assignments at that moment, in queue order) and ``settings`` the question's settings:
     items assigned or settings changed later do not affect a ranking under way, so replaying the
     judgements always reproduces the same schedule.
-    ``pruning_stopped_at`` is the number of judgements after which the annotator's transitivity
-    kappa fell below the question's floor; from then on every pair not yet asked is asked.
+    ``pruning_stopped_at`` is the number of judgements after which the annotator fell below the
+    question's kappa floor (:meth:`~apps.preferences.scheduling.PairScheduler.below_floor`):
+    with the adaptive scheduler the session then ends early; in sessions started before it
+    (``adaptive`` False) every pair not yet asked is asked from then on.
+    ``audit_rule`` is the scheduler's way of choosing audits
+    (:class:`~apps.preferences.scheduling.PairScheduler`): 2 for new sessions; sessions started
+    before it existed keep rule 1, with which their judgements were asked.
     """
 
     question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="pair_sessions")
@@ -115,6 +120,14 @@ class PairSession(models.Model):
     items = models.JSONField(help_text="Item ids to rank, in the order given to the scheduler.")
     settings = models.JSONField(help_text="The question's settings when the session started.")
     pruning_stopped_at = models.PositiveIntegerField(null=True, blank=True)
+    audit_rule = models.PositiveSmallIntegerField(
+        default=2, help_text="How the scheduler draws audits (1: sessions started before rule 2)."
+    )
+    adaptive = models.BooleanField(
+        default=True,
+        help_text="The scheduler verifies answers as the annotator's measured reliability "
+        "warrants (False: sessions started before it, which trust every answer).",
+    )
     completed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -134,8 +147,19 @@ class PairSession(models.Model):
         return clean_pairwise_settings(self.settings)
 
 
+class JudgementQuerySet(models.QuerySet["Judgement"]):
+    def kept(self) -> JudgementQuerySet:
+        """The judgements not retracted (undone) by their annotator."""
+        return self.filter(retraction__isnull=True)
+
+
 class Judgement(models.Model):
-    """One immutable answer to a pair: ``outcome`` 1 prefers A, -1 prefers B, 0 is a tie."""
+    """One immutable answer to a pair: ``outcome`` 1 prefers ``item_a``, -1 ``item_b``, 0 a tie.
+
+    An annotator's undo adds a :class:`Retraction` of the judgement; the judgement stays.
+    ``side_a`` is the side ``item_a`` was shown on ("A", the left, or "B"); empty for judgements
+    stored before sides were recorded.
+    """
 
     class Outcome(models.IntegerChoices):
         A = 1, "A is better"
@@ -146,6 +170,11 @@ class Judgement(models.Model):
         CALIBRATION = "calibration", "Calibration"
         SORT = "sort", "Sort"
         AUDIT = "audit", "Audit"
+        VERIFY = "verify", "Verification"
+
+    class Side(models.TextChoices):
+        A = "A", "A (left)"
+        B = "B", "B (right)"
 
     question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="judgements")
     annotator = models.ForeignKey(
@@ -160,8 +189,17 @@ class Judgement(models.Model):
         default=False, help_text="The answer disagrees with what earlier answers implied."
     )
     time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
+    side_a = models.CharField(
+        max_length=1,
+        choices=Side.choices,
+        blank=True,
+        default="",
+        help_text="The side item_a was shown on (empty: stored before sides were recorded).",
+    )
     idempotency_key = models.UUIDField()
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = JudgementQuerySet.as_manager()
 
     class Meta:
         ordering = ["question_id", "annotator_id", "sequence"]
@@ -187,3 +225,21 @@ class Judgement(models.Model):
     def as_tuple(self) -> tuple[int, int, int]:
         """``(item_a_id, item_b_id, outcome)``, the shape the metrics and the scheduler take."""
         return self.item_a_id, self.item_b_id, self.outcome
+
+
+class Retraction(models.Model):
+    """An annotator's undo of one of their judgements (append-only: the judgement stays).
+
+    Only the annotator's latest judgement not yet retracted can be retracted, so the kept
+    judgements are always a prefix of the schedule and replay to the state before the undone
+    answer (:func:`apps.preferences.services.judgement_retract`).
+    """
+
+    judgement = models.OneToOneField(Judgement, on_delete=models.CASCADE, related_name="retraction")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"Retraction of {self.judgement}"

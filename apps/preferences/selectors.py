@@ -1,35 +1,47 @@
 """Reads of pairwise preferences: the scheduler state rebuilt from the stored judgements,
-per-annotator consistency, count scores and Bradley-Terry strengths, and export rows.
+per-annotator consistency, count scores and Bradley-Terry strengths (export rows:
+:mod:`apps.preferences.exporting`).
 
-Nothing is kept in memory between requests: :func:`pair_state` replays an annotator's stored
-judgements through :meth:`PairScheduler.from_judgements` every time.
+:func:`pair_state` brings the annotator's scheduler up to the stored judgements: the stored
+judgements are the truth, and :data:`replays` keeps the replayed schedulers of the process
+between requests, so that a request replays only the judgements stored since (a cold process
+replays them all, in O(items + judgements)). It runs in no transaction: on SQLite, whose
+transactions take the write lock at BEGIN, nobody waits for it.
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from itertools import combinations
+from typing import Literal, NamedTuple, cast
 
 import numpy as np
-from django.contrib.auth.models import AbstractBaseUser
+from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
 from analytics.metrics.preferences import (
+    SideBias,
     absolute_scale,
     bradley_terry,
     count_scores,
-    transitivity_kappa_from_counts,
-    triplet_counts,
+    reliability_weight,
+    side_bias,
 )
+from apps.annotations.models import Assignment
 from apps.items.models import Item
-from apps.preferences.models import Judgement, PairSession, PairwiseSettings
-from apps.preferences.scheduling import PairScheduler
+from apps.preferences.models import (
+    Judgement,
+    PairSession,
+    PairwiseSettings,
+    clean_pairwise_settings,
+)
+from apps.preferences.scheduling import PairScheduler, ReplayCache, TripletCounter
 from apps.studies.models import Question, Study
 from apps.studies.selectors import studies_for_user, studies_managed_by
+from core.types import Account
 
 #: Ridge penalty of Bradley-Terry when the pooled comparison graph is not strongly connected.
 BT_ALPHA = 0.01
@@ -37,19 +49,52 @@ BT_ALPHA = 0.01
 Pair = tuple[int, int]
 
 
+class JudgementRow(NamedTuple):
+    """The fields of a stored :class:`Judgement` that states and reports read.
+
+    A plain tuple: reading an annotator's 500 judgements this way costs a fraction of building
+    500 model instances, on every request.
+    """
+
+    item_a_id: int
+    item_b_id: int
+    outcome: int
+    phase: str
+    contradicts: bool
+    id: int
+    side_a: str
+
+    @property
+    def chose_side_a(self) -> bool | None:
+        """Whether the preferred item was the one shown as A (left); None for a tie or when
+        the side was not recorded."""
+        if self.outcome == 0 or not self.side_a:
+            return None
+        return (self.outcome == 1) == (self.side_a == Judgement.Side.A)
+
+    def as_tuple(self) -> tuple[int, int, int]:
+        """As :meth:`Judgement.as_tuple`."""
+        return self.item_a_id, self.item_b_id, self.outcome
+
+
+#: Replayed schedulers kept by this process between requests (least recently used dropped
+#: beyond this many items in all; a scheduler holds about 60 bytes per item).
+REPLAY_CACHE_ITEMS = 1_000_000
+replays = ReplayCache(max_items=REPLAY_CACHE_ITEMS)
+
+
 @dataclass
 class PairState:
     """An annotator's position in a pairwise question, rebuilt from the stored judgements.
 
-    While pruning, ``scheduler`` has replayed every judgement and chooses the next pair. Once
-    pruning stopped (``session.pruning_stopped_at``), it has replayed only the judgements up to
-    that point, and the pending pair is the first pair never asked in a fixed order drawn from
-    the session's seed: every remaining pair is asked.
+    ``scheduler`` has replayed every judgement and chooses the next pair; once pruning stopped
+    (``session.pruning_stopped_at``) it hands out every pair never asked, in an order fixed by
+    the session's seed (:meth:`PairScheduler.stop_pruning`).
     """
 
     session: PairSession
     settings: PairwiseSettings
-    judgements: list[Judgement]
+    judgements: list[JudgementRow]
     scheduler: PairScheduler
     pending: Pair | None
     remaining: int
@@ -71,25 +116,26 @@ class PairState:
         return {"done": done, "total": total, "percent": round(100 * done / total) if total else 0}
 
 
-def _unasked_pairs(
-    *, items: Sequence[int], judgements: Sequence[Judgement], seed: int
-) -> list[Pair]:
-    """Every pair never asked, in an order and orientation fixed by the seed."""
-    rng = random.Random(f"{seed}-exhaustive")
-    pairs = list(combinations(items, 2))
-    rng.shuffle(pairs)
-    asked = {frozenset((j.item_a_id, j.item_b_id)) for j in judgements}
-    plan = [pair if rng.random() < 0.5 else pair[::-1] for pair in pairs]
-    return [pair for pair in plan if frozenset(pair) not in asked]
+def replay_key(session: PairSession) -> Hashable:
+    """The key of a session's scheduler in :data:`replays` (a reused id gets a new key)."""
+    return (session.pk, session.seed, session.created_at)
 
 
-def pair_state(*, session: PairSession, judgements: Sequence[Judgement] | None = None) -> PairState:
-    """Rebuild the annotator's scheduler from the stored judgements and find the pending pair.
+def pair_state(
+    *, session: PairSession, judgements: Sequence[JudgementRow] | None = None, keep: bool = True
+) -> PairState:
+    """Bring the annotator's scheduler up to the stored judgements and find the pending pair.
 
     ``judgements`` (the session's, in sequence order) saves the query when a page has already
-    read them for every annotator. Raises ``ValueError`` (from the scheduler) if the stored
-    history does not replay, which would mean the session's items or settings were changed
-    behind its back.
+    read them for every annotator. With ``keep`` the scheduler goes back to :data:`replays`
+    for the next request; a caller that records into ``state.scheduler`` passes False and keeps
+    it once the judgement is stored. ``session.items`` is read only when no scheduler is kept.
+    Raises ``ValueError`` (from the scheduler) if the stored history does not replay, which
+    would mean the session's items or settings were changed behind its back.
+
+    Cost: O(judgements) to read and check them, plus, for a scheduler kept, O(judgements
+    stored since) steps; otherwise O(items + judgements^2) at worst (typically O(items +
+    judgements)) to replay them all. Memory: O(items + judgements).
     """
     settings = session.pairwise_settings
     if judgements is None:
@@ -97,25 +143,33 @@ def pair_state(*, session: PairSession, judgements: Sequence[Judgement] | None =
             question_id=session.question_id, annotator_id=session.annotator_id
         ).get(session.annotator_id, [])
     judgements = list(judgements)
-    items: list[int] = list(session.items)
+    history = [j.as_tuple() for j in judgements]
     stop = session.pruning_stopped_at
-    scheduler = PairScheduler.from_judgements(
-        items,
-        [j.as_tuple() for j in judgements[:stop]],
-        strict=settings.strict,
-        calibration_triplets=min(settings.calibration_triplets, math.comb(len(items), 3)),
-        audit_rate=settings.audit_rate,
-        seed=session.seed,
-    )
-    if stop is None:
-        pending = scheduler.next_pair()
-        # No pair is ever asked twice, so the pairs never asked bound the estimate.
-        never_asked = math.comb(len(items), 2) - len(judgements)
-        remaining = min(scheduler.remaining_estimate(), never_asked) if pending else 0
-    else:
-        unasked = _unasked_pairs(items=items, judgements=judgements, seed=session.seed)
-        pending = unasked[0] if unasked else None
-        remaining = len(unasked)
+    key = replay_key(session)
+    scheduler = replays.take(key)
+    try:
+        if scheduler is None:
+            raise ValueError("no scheduler kept")
+        scheduler.replay(history, pruning_stopped_at=stop)
+    except ValueError:  # none kept, or kept for another history: replay it all
+        items: list[int] = list(session.items)
+        scheduler = PairScheduler.from_judgements(
+            items,
+            history,
+            strict=settings.strict,
+            calibration_triplets=min(settings.calibration_triplets, math.comb(len(items), 3)),
+            audit_rate=settings.audit_rate,
+            seed=session.seed,
+            audit_rule=cast(Literal[1, 2], session.audit_rule),  # the field's choices
+            adaptive=session.adaptive,
+            pruning_stopped_at=stop,
+        )
+    pending = scheduler.next_pair()
+    remaining = scheduler.remaining_estimate() if pending else 0
+    if not scheduler.adaptive:  # no pair is asked twice: the pairs never asked bound it
+        remaining = min(remaining, math.comb(len(scheduler.items), 2) - len(judgements))
+    if keep and len(scheduler.items) >= 2:  # sessions with fewer take up items assigned later
+        replays.keep(key, scheduler)
     return PairState(
         session=session,
         settings=settings,
@@ -130,28 +184,35 @@ def pair_state(*, session: PairSession, judgements: Sequence[Judgement] | None =
 class Consistency:
     """Transitivity of one annotator over the triplets that test them.
 
-    Triplets made only of *sort* answers are left out: the sort asks only pairs still open, so
-    they are transitive by construction (see :meth:`PairScheduler.transitivity_kappa`). Every
-    triplet with a calibration or audit answer counts, including the answers asked after
-    pruning stopped (stored as audits).
+    A triplet counts when a calibration or audit answer completes it, including the answers
+    asked after pruning stopped (stored as audits); a sort answer asks a pair still open, so
+    the triplets it completes are transitive by construction (see
+    :meth:`PairScheduler.transitivity_kappa`).
     """
 
     kappa: float
     n_transitive: int
     n_complete: int
+    tie_rate: float
 
 
-def consistency(judgements: Sequence[Judgement], *, strict: bool) -> Consistency:
-    """Amidei's transitivity kappa of one annotator's judgements (see :class:`Consistency`)."""
-    every = triplet_counts([j.as_tuple() for j in judgements], strict=strict)
-    sort_only = triplet_counts(
-        [j.as_tuple() for j in judgements if j.phase == Judgement.Phase.SORT], strict=strict
-    )
-    n_transitive, n_complete = every[0] - sort_only[0], every[1] - sort_only[1]
+def consistency(judgements: Sequence[Judgement | JudgementRow], *, strict: bool) -> Consistency:
+    """Amidei's transitivity kappa of one annotator's judgements (see :class:`Consistency`).
+
+    Counted by :class:`TripletCounter`: O(judgements x partners per item), no items x items
+    matrix (an annotator answering "equal" to everything judges as many items as pairs).
+    """
+    counter = TripletCounter()
+    for judgement in judgements:
+        if judgement.phase == Judgement.Phase.VERIFY:  # a re-ask of a pair asked before
+            continue
+        a, b, outcome = judgement.as_tuple()
+        counter.add(a, b, outcome, sort=judgement.phase == Judgement.Phase.SORT)
     return Consistency(
-        kappa=transitivity_kappa_from_counts(n_transitive, n_complete, strict=strict),
-        n_transitive=n_transitive,
-        n_complete=n_complete,
+        kappa=counter.kappa(strict=strict),
+        n_transitive=counter.n_transitive,
+        n_complete=counter.n_complete,
+        tie_rate=counter.tie_rate,
     )
 
 
@@ -184,10 +245,29 @@ class AnnotatorReport:
     consistency: Consistency
     contradictions: int
     remaining: int
+    flagged: bool
+    error_rate: float
+    sides: SideBias
+
+    #: Position bias is noted below this two-sided p-value of :func:`side_bias`.
+    SIDE_BIAS_P = 0.01
 
     @property
     def pruning(self) -> bool:
         return self.session.pruning_stopped_at is None
+
+    @property
+    def a_share(self) -> float | None:
+        """Share of decisive answers choosing the A side; None without one."""
+        return None if math.isnan(self.sides.share_a) else self.sides.share_a
+
+    @property
+    def side_bias(self) -> str:
+        """ "left" or "right" when the share of A answers differs from 1/2 at
+        :attr:`SIDE_BIAS_P`, else ""."""
+        if self.sides.p_value >= self.SIDE_BIAS_P:
+            return ""
+        return "left" if self.sides.share_a > 0.5 else "right"
 
     @property
     def below_floor(self) -> bool:
@@ -205,14 +285,19 @@ class AnnotatorReport:
 
 def _judgements_by_annotator(
     *, question_id: int, annotator_id: int | None = None
-) -> dict[int, list[Judgement]]:
-    """A question's judgements in one query (or one annotator's), per annotator, in order."""
-    query = Judgement.objects.filter(question_id=question_id).order_by("annotator_id", "sequence")
+) -> dict[int, list[JudgementRow]]:
+    """A question's judgements not retracted, in one query (or one annotator's), per annotator,
+    in order."""
+    query = (
+        Judgement.objects.filter(question_id=question_id)
+        .kept()
+        .order_by("annotator_id", "sequence")
+    )
     if annotator_id is not None:
         query = query.filter(annotator_id=annotator_id)
-    grouped: dict[int, list[Judgement]] = defaultdict(list)
-    for judgement in query:
-        grouped[judgement.annotator_id].append(judgement)
+    grouped: dict[int, list[JudgementRow]] = defaultdict(list)
+    for annotator, *row in query.values_list("annotator_id", *JudgementRow._fields):
+        grouped[annotator].append(JudgementRow(*row))
     return grouped
 
 
@@ -242,6 +327,12 @@ def annotator_reports(*, question: Question) -> list[AnnotatorReport]:
                 consistency=consistency(state.judgements, strict=state.settings.strict),
                 contradictions=sum(j.contradicts for j in state.judgements),
                 remaining=state.remaining,
+                flagged=state.scheduler.flagged(state.settings.kappa_floor),
+                error_rate=state.scheduler.error_rate(),
+                sides=side_bias(
+                    sum(j.chose_side_a is True for j in state.judgements),
+                    sum(j.chose_side_a is False for j in state.judgements),
+                ),
             )
         )
     return reports
@@ -277,27 +368,57 @@ class QuestionScores:
     ``alpha`` is the ridge penalty used: 0 unless the pooled comparison graph is not strongly
     connected (an item never lost or never won, or groups never compared), in which case the
     maximum-likelihood strengths do not exist and ``BT_ALPHA`` shrinks them towards the mean.
+    ``weights`` (following ``annotators``) is how much each annotator's judgements count in
+    the pooled fit (:func:`~analytics.metrics.preferences.reliability_weight` of their
+    measured error rate).
     """
 
     annotators: list[str]
     rows: list[ItemScore]
     alpha: float
     n_judgements: int
+    weights: list[float]
 
     @property
     def regularised(self) -> bool:
         return self.alpha > 0
 
+    @property
+    def annotator_weights(self) -> list[tuple[str, float]]:
+        """``(username, weight)`` per annotator, in table order."""
+        return list(zip(self.annotators, self.weights, strict=True))
+
+
+class ScoresTooLargeError(ValueError):
+    """The question has more items than ``PAIRWISE_SCORES_MAX_ITEMS``: no score table."""
+
+    def __init__(self, n_items: int, limit: int) -> None:
+        super().__init__(
+            f"Scores are computed for pairwise questions of up to {limit:,} items (the "
+            f"PAIRWISE_SCORES_MAX_ITEMS setting); this one has {n_items:,}. Download the "
+            "judgements instead."
+        )
+        self.n_items = n_items
+        self.limit = limit
+
 
 def question_scores(*, question: Question) -> QuestionScores:
-    """Amidei count scores (and their absolute scale) per annotator, Bradley-Terry pooled."""
+    """Amidei count scores (and their absolute scale) per annotator, Bradley-Terry pooled.
+
+    Both hold items x items matrices (the count function's closure, Bradley-Terry's
+    information matrix), so a question whose annotators rank more than
+    ``PAIRWISE_SCORES_MAX_ITEMS`` items in all raises :class:`ScoresTooLargeError` before any
+    judgement is read: the request's cost stays bounded.
+    """
     sessions = _sessions(question)
+    item_ids = sorted({item for s in sessions for item in s.items})
+    if len(item_ids) > settings.PAIRWISE_SCORES_MAX_ITEMS:
+        raise ScoresTooLargeError(len(item_ids), settings.PAIRWISE_SCORES_MAX_ITEMS)
     judgements = _judgements_by_annotator(question_id=question.pk)
-    by_annotator = {
+    by_annotator: dict[Hashable, list[tuple[int, int, int]]] = {
         session.annotator_id: [j.as_tuple() for j in judgements.get(session.annotator_id, [])]
         for session in sessions
     }
-    item_ids = sorted({item for s in sessions for item in s.items})
     items = list(Item.objects.filter(pk__in=item_ids).order_by("position", "id"))
     order = [item.pk for item in items]
     nan = np.full(len(order), np.nan)
@@ -308,13 +429,21 @@ def question_scores(*, question: Question) -> QuestionScores:
         counts.append(f)
         scales.append(absolute_scale(f) if np.count_nonzero(~np.isnan(f)) >= 2 else nan)
     n_judgements = sum(len(j) for j in by_annotator.values())
+    weights: dict[Hashable, float] = {
+        session.annotator_id: reliability_weight(
+            pair_state(
+                session=session, judgements=judgements.get(session.annotator_id, [])
+            ).scheduler.error_rate()
+        )
+        for session in sessions
+    }
     theta, se, alpha = nan, nan, 0.0
-    if n_judgements:
+    if any(weights[a] > 0 and judged for a, judged in by_annotator.items()):
         try:
-            fit = bradley_terry(by_annotator, items=order)
+            fit = bradley_terry(by_annotator, items=order, weights=weights)
         except ValueError:  # not strongly connected: the MLE does not exist
             alpha = BT_ALPHA
-            fit = bradley_terry(by_annotator, items=order, alpha=alpha)
+            fit = bradley_terry(by_annotator, items=order, alpha=alpha, weights=weights)
         theta, se = fit.log_strengths, fit.se
     ranked = np.argsort(-np.nan_to_num(theta, nan=-np.inf), kind="stable")
     rank = {int(k): place for place, k in enumerate(ranked, start=1) if not np.isnan(theta[k])}
@@ -335,75 +464,40 @@ def question_scores(*, question: Question) -> QuestionScores:
         rows=rows,
         alpha=alpha,
         n_judgements=n_judgements,
+        weights=[weights[s.annotator_id] for s in sessions],
     )
 
 
-def _cell(value: float) -> str:
-    return "" if math.isnan(value) else f"{value:.6g}"
-
-
-def score_rows(scores: QuestionScores) -> Iterator[list[str]]:
-    """CSV rows of the score table: header, then one row per item (best first)."""
-    yield [
-        "item_id",
-        "external_id",
-        "rank",
-        "bt_log_strength",
-        "bt_se",
-        "bt_alpha",
-        *(f"count_{name}" for name in scores.annotators),
-        *(f"scale_{name}" for name in scores.annotators),
-    ]
-    for row in scores.rows:
-        yield [
-            str(row.item.pk),
-            row.item.external_id,
-            "" if row.rank is None else str(row.rank),
-            _cell(row.log_strength),
-            _cell(row.se),
-            f"{scores.alpha:g}",
-            *(_cell(v) for v in row.counts),
-            *(_cell(v) for v in row.scales),
-        ]
-
-
-def judgement_rows(*, question: Question) -> Iterator[list[str]]:
-    """CSV rows of every raw judgement of a question (header first), read in chunks."""
-    yield [
-        "annotator",
-        "sequence",
-        "item_a",
-        "item_b",
-        "outcome",
-        "phase",
-        "contradicts",
-        "time_spent_ms",
-        "idempotency_key",
-        "created_at",
-    ]
-    judgements = (
-        Judgement.objects.filter(question=question)
-        .select_related("annotator", "item_a", "item_b")
-        .order_by("annotator__username", "sequence")
-    )
-    for j in judgements.iterator(chunk_size=2000):
-        yield [
-            j.annotator.get_username(),
-            str(j.sequence),
-            j.item_a.external_id,
-            j.item_b.external_id,
-            str(j.outcome),
-            j.phase,
-            str(int(j.contradicts)),
-            "" if j.time_spent_ms is None else str(j.time_spent_ms),
-            str(j.idempotency_key),
-            j.created_at.isoformat(),
-        ]
-
-
-def judgements_visible_to(*, user: AbstractBaseUser) -> QuerySet[Judgement]:
+def judgements_visible_to(*, user: Account) -> QuerySet[Judgement]:
     """Managers see every judgement of their studies; annotators only their own."""
     visible = Q(question__study__in=studies_managed_by(user=user)) | Q(
         annotator=user, question__study__in=studies_for_user(user=user)
     )
-    return Judgement.objects.filter(visible).select_related("question").order_by("id")
+    return Judgement.objects.filter(visible).select_related("question", "retraction").order_by("id")
+
+
+def judgement_progress(*, question: Question, annotator: Account) -> dict[str, int]:
+    """The annotator's judgements done and about how many in all on one pairwise question,
+    counted as the comparison page counts them (:attr:`PairState.progress`).
+
+    A question not started yet counts its expected judgements, as its page will show on the
+    first visit. Costs a replay when started (usually kept in :data:`replays`).
+    """
+    session = PairSession.objects.filter(question=question, annotator=annotator).first()
+    if session is not None:
+        return pair_state(session=session).progress
+    n = Assignment.objects.filter(study_id=question.study_id, annotator=annotator, round=1).count()
+    try:
+        pairwise = clean_pairwise_settings(question.settings)
+    except ValidationError:
+        n = 0
+    if n < 2:
+        return {"done": 0, "total": 0, "percent": 0}
+    fresh = PairScheduler(
+        range(n),
+        strict=pairwise.strict,
+        calibration_triplets=min(pairwise.calibration_triplets, math.comb(n, 3)),
+        audit_rate=pairwise.audit_rate,
+        adaptive=True,
+    )
+    return {"done": 0, "total": fresh.remaining_estimate(), "percent": 0}

@@ -1,18 +1,25 @@
 """Every write of pairwise preferences: start a session, hand out the next pair, record answers.
 
 Judgements are append-only, like annotations: a client-generated idempotency key makes retries,
-double clicks and second tabs harmless. Each request locks the annotator's :class:`PairSession`
-row (``select_for_update``) and rebuilds the scheduler from the stored judgements, so two
-concurrent requests of one annotator see one pending pair and store one answer to it.
+double clicks and second tabs harmless. A request brings the annotator's scheduler up to the
+stored judgements (:func:`apps.preferences.selectors.pair_state`) outside any transaction, so
+that no request holds a lock, or on SQLite the database's write lock, while it computes. An
+answer is checked against that state and recorded into the scheduler, then stored in a short
+transaction that locks the annotator's :class:`PairSession` row (``select_for_update``) and
+first checks that no judgement was stored since the state was read; if one was, the request
+starts over from the new state. So two concurrent requests of one annotator see one pending
+pair and store one answer to it, and the locked section costs a few queries, whatever the
+number of items or judgements.
 
 Pruning stops for an annotator whose transitivity kappa falls below the question's
 ``kappa_floor``. The floor is checked after every answer once calibration is over (after each
 sort or audit answer, or when calibration alone settled the order); when kappa, computed as in
-:func:`apps.preferences.selectors.consistency`, is below it, the session records the number of
-judgements so far in ``pruning_stopped_at``. From then on the scheduler is replayed only up to
-that point and every pair not yet asked is asked (stored with phase "audit", in an order fixed by
-the session's seed); the manager page shows a warning. Those answers are not checked against the
-closure (``contradicts`` stays False): once pruning stopped, the annotator's consistency is
+:func:`apps.preferences.selectors.consistency` (from the counts the scheduler keeps), is below
+it, the session records the number of judgements so far in ``pruning_stopped_at``. From then
+on every pair not yet asked is asked (stored with phase "audit", in an order fixed by the
+session's seed, :meth:`~apps.preferences.scheduling.PairScheduler.stop_pruning`); the manager
+page shows a warning. Those answers are not checked against the closure (``contradicts``
+stays False): once pruning stopped, the annotator's consistency is
 measured by transitivity kappa over the now complete triplets. Questions with no calibration
 and no audit never get a kappa, so they never stop pruning. (The floor is first checked after
 the first sort answer, so an annotator below it answers one sort question before pruning stops.)
@@ -22,9 +29,9 @@ per-item queue questions (a pure pairwise study), the annotator's assignments of
 then marked completed as well, so the progress bars of the other pages count the ranking;
 otherwise the queue questions keep deciding when an assignment is complete.
 
-Once a judgement commits, the annotator's part of the question's live quality statistics is
-updated and the dashboard published, where ``QUALITY_UPDATES`` says
-(:func:`analytics.quality_kinds.quality_judgements_process`).
+Once a judgement or an undo commits, the annotator's part of the question's live quality
+statistics is updated and the dashboard published, where ``QUALITY_UPDATES`` says
+(:func:`apps.preferences.quality.quality_judgements_process`).
 """
 
 from __future__ import annotations
@@ -32,17 +39,24 @@ from __future__ import annotations
 import secrets
 import uuid
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from analytics.pipeline import quality_schedule
 from apps.annotations.models import Assignment
-from apps.annotations.values import QUEUE_KINDS
-from apps.preferences.models import Judgement, PairSession, clean_pairwise_settings
-from apps.preferences.selectors import PairState, consistency, pair_state
+from apps.preferences.models import (
+    Judgement,
+    JudgementQuerySet,
+    PairSession,
+    Retraction,
+    clean_pairwise_settings,
+)
+from apps.preferences.selectors import PairState, pair_state, replay_key, replays
+from apps.studies.kinds import queue_kinds
 from apps.studies.models import Membership, Question, Study
+from core.types import Account
 
 NOT_PENDING = (
     "This pair is not the one waiting for your answer (it may have been answered in another "
@@ -50,7 +64,7 @@ NOT_PENDING = (
 )
 
 
-def _check_can_judge(*, question: Question, annotator: AbstractBaseUser) -> None:
+def _check_can_judge(*, question: Question, annotator: Account) -> None:
     if question.kind != Question.Kind.PAIRWISE:
         raise ValidationError({"question": f"{question.key!r} is not a pairwise question."})
     if not Membership.objects.filter(
@@ -61,7 +75,7 @@ def _check_can_judge(*, question: Question, annotator: AbstractBaseUser) -> None
         raise ValidationError({"study": "The study is not running; judgements are closed."})
 
 
-def _assigned_items(*, question: Question, annotator: AbstractBaseUser) -> list[int]:
+def _assigned_items(*, question: Question, annotator: Account) -> list[int]:
     """The annotator's round-1 items of the question's study, in queue order."""
     return list(
         Assignment.objects.filter(study_id=question.study_id, annotator=annotator, round=1)
@@ -70,44 +84,60 @@ def _assigned_items(*, question: Question, annotator: AbstractBaseUser) -> list[
     )
 
 
-def _session_for_update(*, question: Question, annotator: AbstractBaseUser) -> PairSession:
-    """Get or create the annotator's session and lock it, safe against concurrent first visits.
+def _session(*, question: Question, annotator: Account) -> PairSession:
+    """Get or create the annotator's session, safe against concurrent first visits.
 
     A new session freezes the annotator's round-1 items (queue order) and the question's
-    settings, and draws a random seed. A session with nothing to compare yet (fewer than two
-    items) takes up the items assigned since.
+    settings, and draws a random seed. The items are read only when needed (they may be
+    100,000 ids).
     """
     lookup = {"question": question, "annotator": annotator}
-    if not PairSession.objects.filter(**lookup).exists():
-        settings = clean_pairwise_settings(question.settings).as_dict()
-        try:
-            with transaction.atomic():
-                PairSession.objects.create(
-                    **lookup,
-                    seed=secrets.randbelow(2**31),
-                    items=_assigned_items(question=question, annotator=annotator),
-                    settings=settings,
-                )
-        except IntegrityError:
-            pass  # a concurrent first visit created it; both use that one
-    session = PairSession.objects.select_for_update().get(**lookup)
-    if len(session.items) < 2:  # no pair could have been judged: nothing to replay
-        session.items = _assigned_items(question=question, annotator=annotator)
-        session.save(update_fields=["items"])
-    return session
+    try:
+        return PairSession.objects.defer("items").get(**lookup)
+    except PairSession.DoesNotExist:
+        pass
+    settings = clean_pairwise_settings(question.settings).as_dict()
+    try:
+        with transaction.atomic():
+            PairSession.objects.create(
+                **lookup,
+                seed=secrets.randbelow(2**31),
+                items=_assigned_items(question=question, annotator=annotator),
+                settings=settings,
+            )
+    except IntegrityError:
+        pass  # a concurrent first visit created it; both use that one
+    return PairSession.objects.defer("items").get(**lookup)
 
 
-@transaction.atomic
-def pair_next(*, question: Question, annotator: AbstractBaseUser) -> PairState:
+def _state(*, question: Question, annotator: Account, keep: bool = True) -> PairState:
+    """The annotator's state, outside any transaction (see the module docstring).
+
+    A session with nothing to compare yet (fewer than two items, so no judgement to replay)
+    first takes up the items assigned since.
+    """
+    session = _session(question=question, annotator=annotator)
+    state = pair_state(session=session, keep=keep)
+    if len(state.scheduler.items) < 2:
+        items = _assigned_items(question=question, annotator=annotator)
+        if len(items) > len(state.scheduler.items):
+            PairSession.objects.filter(pk=session.pk).update(items=items)
+            session.items = items
+            state = pair_state(session=session, keep=keep)
+    return state
+
+
+def pair_next(*, question: Question, annotator: Account) -> PairState:
     """The annotator's state on a pairwise question, with the pair to judge next.
 
     Starts the session on the first call. Calling it again before answering returns the same
     pair. Raises ``PermissionDenied`` for anyone but the study's annotators and
-    ``ValidationError`` for another kind of question or a study that is not running.
+    ``ValidationError`` for another kind of question or a study that is not running. Runs in no
+    transaction (a read, apart from the first visit's insert); costs as
+    :func:`~apps.preferences.selectors.pair_state`.
     """
     _check_can_judge(question=question, annotator=annotator)
-    session = _session_for_update(question=question, annotator=annotator)
-    return pair_state(session=session)
+    return _state(question=question, annotator=annotator)
 
 
 def _oriented(item_a: int, item_b: int, outcome: int) -> tuple[int, int, int]:
@@ -120,7 +150,7 @@ def _mark_completed(*, session: PairSession) -> None:
     now = timezone.now()
     session.completed_at = now
     study = session.question.study
-    if study.questions.filter(kind__in=QUEUE_KINDS).exists():
+    if study.questions.filter(kind__in=queue_kinds()).exists():
         return
     pairwise = study.questions.filter(kind=Question.Kind.PAIRWISE)
     finished = PairSession.objects.filter(
@@ -132,11 +162,10 @@ def _mark_completed(*, session: PairSession) -> None:
         ).update(completed_at=now)
 
 
-@transaction.atomic
 def judgement_record(
     *,
     question: Question,
-    annotator: AbstractBaseUser,
+    annotator: Account,
     item_a: int,
     item_b: int,
     outcome: int,
@@ -171,23 +200,67 @@ def judgement_record(
         {1, 0, -1}, a reused key with a different answer, a finished ranking or a closed study.
     PermissionDenied
         For anyone but the study's annotators.
+
+    Notes
+    -----
+    The state is computed outside any transaction; the transaction that stores the judgement
+    only checks that nothing was stored since, inserts and updates the session (see the module
+    docstring). Costs as :func:`~apps.preferences.selectors.pair_state`, plus transitivity
+    kappa over the annotator's judgements while pruning.
     """
     _check_can_judge(question=question, annotator=annotator)
     if outcome not in Judgement.Outcome.values or isinstance(outcome, bool):
         raise ValidationError({"outcome": "Give 1 (A is better), -1 (B is better) or 0 (equal)."})
     if time_spent_ms is not None and time_spent_ms < 0:
         raise ValidationError({"time_spent_ms": "Time spent cannot be negative."})
-    session = _session_for_update(question=question, annotator=annotator)
-    previous = Judgement.objects.filter(
-        question=question, annotator=annotator, idempotency_key=idempotency_key
-    ).first()
-    if previous is not None:
-        if _oriented(*previous.as_tuple()) != _oriented(item_a, item_b, outcome):
-            raise ValidationError(
-                {"idempotency_key": "This key was already used for a different answer."}
-            )
-        return previous, False
-    state = pair_state(session=session)
+    while True:
+        previous = Judgement.objects.filter(
+            question=question, annotator=annotator, idempotency_key=idempotency_key
+        ).first()
+        if previous is not None:
+            if _oriented(*previous.as_tuple()) != _oriented(item_a, item_b, outcome):
+                raise ValidationError(
+                    {"idempotency_key": "This key was already used for a different answer."}
+                )
+            return previous, False
+        state = _state(question=question, annotator=annotator, keep=False)
+        stored = _judgement_store(
+            state=state,
+            item_a=item_a,
+            item_b=item_b,
+            outcome=outcome,
+            idempotency_key=idempotency_key,
+            time_spent_ms=time_spent_ms,
+        )
+        if stored is not None:
+            return stored, True
+        # Another request stored a judgement since the state was read: start over from there.
+
+
+def _kept_history(stored: JudgementQuerySet) -> tuple[int, int | None]:
+    """How many judgements are kept (not retracted), and the id of the latest."""
+    kept = stored.kept()
+    return kept.count(), kept.order_by("-sequence").values_list("id", flat=True).first()
+
+
+def _history_of(state: PairState) -> tuple[int, int | None]:
+    """:func:`_kept_history` as ``state`` read it."""
+    return len(state.judgements), state.judgements[-1].id if state.judgements else None
+
+
+def _judgement_store(
+    *,
+    state: PairState,
+    item_a: int,
+    item_b: int,
+    outcome: int,
+    idempotency_key: uuid.UUID,
+    time_spent_ms: int | None,
+) -> Judgement | None:
+    """Check the answer against ``state``, record it into the scheduler, then store it.
+
+    Returns None, storing nothing, if a judgement was stored since ``state`` was read.
+    """
     if state.pending is None:
         raise ValidationError("Your ranking is complete: there is no pair left to judge.")
     if {item_a, item_b} != set(state.pending):
@@ -196,37 +269,113 @@ def judgement_record(
         raise ValidationError(
             {"outcome": "This question asks for a strict preference: choose A or B."}
         )
-    phase, contradicts = Judgement.Phase.AUDIT, False
-    if state.pruning:
-        before = len(state.scheduler.contradictions)
-        state.scheduler.record(item_a, item_b, outcome)
-        phase = Judgement.Phase(state.scheduler.judgements[-1].kind)
-        contradicts = len(state.scheduler.contradictions) > before
-    judgement = Judgement.objects.create(
-        question=question,
-        annotator=annotator,
-        sequence=len(state.judgements) + 1,
+    scheduler, session = state.scheduler, state.session
+    before = len(scheduler.contradictions)
+    scheduler.record(item_a, item_b, outcome)
+    phase = Judgement.Phase(scheduler.judgements[-1].kind)
+    judgement = Judgement(
+        question_id=session.question_id,
+        annotator_id=session.annotator_id,
         item_a_id=item_a,
         item_b_id=item_b,
         outcome=outcome,
         phase=phase,
-        contradicts=contradicts,
+        contradicts=len(scheduler.contradictions) > before,
         time_spent_ms=time_spent_ms,
+        side_a=Judgement.Side.A if item_a == state.pending[0] else Judgement.Side.B,
         idempotency_key=idempotency_key,
     )
-    judgements = [*state.judgements, judgement]
-    if state.pruning and (
-        phase != Judgement.Phase.CALIBRATION or state.scheduler.next_pair() is None
-    ):
-        kappa = consistency(judgements, strict=state.settings.strict).kappa
-        if kappa < state.settings.kappa_floor:  # False for nan (no complete triplet yet)
-            session.pruning_stopped_at = len(judgements)
-    if session.pruning_stopped_at is None:
-        done = state.scheduler.next_pair() is None
-    else:  # pruning stopped (now or before): the exhaustive order decides
-        done = pair_state(session=session).done
-    if done and session.completed_at is None:
-        _mark_completed(session=session)
-    session.save(update_fields=["pruning_stopped_at", "completed_at"])
-    quality_schedule(question_id=question.pk)
-    return judgement, True
+    stopped_at = session.pruning_stopped_at
+    if scheduler.check_floor(state.settings.kappa_floor):  # kappa as consistency() computes it
+        stopped_at = len(scheduler.judgements)
+    done = scheduler.next_pair() is None
+    with transaction.atomic():
+        locked = PairSession.objects.select_for_update().defer("items").get(pk=session.pk)
+        stored = Judgement.objects.filter(
+            question_id=session.question_id, annotator_id=session.annotator_id
+        )
+        if _kept_history(stored) != _history_of(state) or locked.pruning_stopped_at != (
+            session.pruning_stopped_at
+        ):
+            return None
+        judgement.sequence = (stored.aggregate(last=Max("sequence"))["last"] or 0) + 1
+        judgement.save(force_insert=True)
+        locked.pruning_stopped_at = stopped_at
+        if done and locked.completed_at is None:
+            _mark_completed(session=locked)
+        locked.save(update_fields=["pruning_stopped_at", "completed_at"])
+        quality_schedule(question_id=session.question_id)
+        key = replay_key(locked)
+        transaction.on_commit(lambda: replays.keep(key, scheduler))
+    return judgement
+
+
+def judgement_retract(
+    *, question: Question, annotator: Account, judgement_id: int | None = None
+) -> Judgement:
+    """Undo the annotator's latest judgement: store a :class:`Retraction` of it.
+
+    The judgement stays (append-only); the scheduler replays the judgements kept, so the pair
+    of the undone answer is pending again. Undo again to go further back.
+
+    Parameters
+    ----------
+    question, annotator
+        A pairwise question and one of its study's annotators.
+    judgement_id : int, optional
+        The judgement to undo, which must be the latest one kept: a retried request naming a
+        judgement already retracted returns it and retracts nothing more (so a double click
+        undoes one answer). Default: whatever is latest.
+
+    Returns
+    -------
+    Judgement
+        The retracted judgement.
+
+    Raises
+    ------
+    ValidationError
+        Nothing to undo, a judgement that is not the latest kept, or a closed study.
+    PermissionDenied
+        For anyone but the study's annotators.
+
+    Notes
+    -----
+    When the undone answer was the one that stopped pruning (``pruning_stopped_at`` beyond
+    the judgements kept), the stop is undone too, and a completed session is open again (in a
+    pure pairwise study, with the annotator's assignments it completed).
+    """
+    _check_can_judge(question=question, annotator=annotator)
+    with transaction.atomic():
+        session = (
+            PairSession.objects.select_for_update()
+            .defer("items")
+            .filter(question=question, annotator=annotator)
+            .first()
+        )
+        stored = Judgement.objects.filter(question=question, annotator=annotator)
+        if judgement_id is not None:
+            named = stored.filter(pk=judgement_id).select_related("retraction").first()
+            if named is None:
+                raise ValidationError("No such judgement of yours on this question.")
+            if hasattr(named, "retraction"):
+                return named
+        latest = stored.kept().order_by("-sequence").first()
+        if session is None or latest is None:
+            raise ValidationError("Nothing to undo: you have no judgement left on this question.")
+        if judgement_id is not None and latest.pk != judgement_id:
+            raise ValidationError("Only your latest judgement can be undone.")
+        Retraction.objects.create(judgement=latest)
+        kept = stored.kept().count()
+        if session.pruning_stopped_at is not None and session.pruning_stopped_at > kept:
+            session.pruning_stopped_at = None
+        if session.completed_at is not None:
+            Assignment.objects.filter(
+                study_id=question.study_id,
+                annotator=annotator,
+                completed_at=session.completed_at,
+            ).update(completed_at=None)
+            session.completed_at = None
+        session.save(update_fields=["pruning_stopped_at", "completed_at"])
+        quality_schedule(question_id=question.pk)
+    return latest

@@ -4,25 +4,26 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.exchange import formats
+from apps.exchange.identity import PSEUDONYMS, USERNAMES, annotator_names
 from apps.items.models import Item
-from apps.preferences.exporting import csv_response
-from apps.preferences.forms import JudgementForm
+from apps.preferences.exporting import JUDGEMENT_SCHEMA, judgement_rows, score_rows, score_schema
+from apps.preferences.forms import JudgementForm, UndoForm
 from apps.preferences.models import clean_pairwise_settings
 from apps.preferences.selectors import (
+    ScoresTooLargeError,
     annotator_reports,
-    judgement_rows,
     pairwise_questions,
     question_scores,
-    score_rows,
 )
-from apps.preferences.services import judgement_record, pair_next
-from apps.studies.markdown import render_markdown
-from apps.studies.models import Membership, Question, Study
-from apps.studies.selectors import studies_for_user, studies_managed_by, study_role
+from apps.preferences.services import judgement_record, judgement_retract, pair_next
+from apps.studies.access import annotated_study, managed_study
+from apps.studies.models import Question, Study
+from core.markdown import render_markdown
 
 
 def _question(study: Study, key: str) -> Question:
@@ -37,9 +38,7 @@ def compare(request: HttpRequest, study_id: int, question_key: str) -> HttpRespo
     Without JavaScript the POST redirects back here (POST/redirect/GET); with htmx the response
     is the pair area alone, holding the next pair. Only the study's annotators have this page.
     """
-    study = get_object_or_404(studies_for_user(user=request.user), pk=study_id)
-    if study_role(user=request.user, study=study) != Membership.Role.ANNOTATOR:
-        raise Http404("Only the study's annotators compare its items.")
+    study = annotated_study(request, study_id)
     question = _question(study, question_key)
     failed = None
     if request.method == "POST":
@@ -59,6 +58,39 @@ def compare(request: HttpRequest, study_id: int, question_key: str) -> HttpRespo
         if not form.errors and not request.htmx:
             return redirect("preferences:compare", study.pk, question.key)
         failed = form if form.errors else None
+    return _compare_page(request, study, question, failed=failed)
+
+
+@login_required
+@require_POST
+def undo(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse:
+    """Undo the annotator's latest judgement (key ``u`` or the Undo button): its pair returns.
+
+    Answers like :func:`compare`'s POST: a redirect without JavaScript, the pair area with htmx.
+    """
+    study = annotated_study(request, study_id)
+    question = _question(study, question_key)
+    form = UndoForm(request.POST)
+    if form.is_valid():
+        form.apply(
+            judgement_retract,
+            question=question,
+            annotator=request.user,
+            judgement_id=form.cleaned_data["judgement"],
+        )
+    if not form.errors and not request.htmx:
+        return redirect("preferences:compare", study.pk, question.key)
+    return _compare_page(request, study, question, failed=form if form.errors else None)
+
+
+def _compare_page(
+    request: HttpRequest,
+    study: Study,
+    question: Question,
+    *,
+    failed: JudgementForm | UndoForm | None,
+) -> HttpResponse:
+    """The comparison page (the pair area alone for htmx), with a failed form's errors."""
     state, problem = None, None
     if study.is_running:
         try:
@@ -86,46 +118,76 @@ def compare(request: HttpRequest, study_id: int, question_key: str) -> HttpRespo
 @require_GET
 def results(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse:
     """A manager's view of a pairwise question: scores, and each annotator's consistency."""
-    study = get_object_or_404(studies_managed_by(user=request.user), pk=study_id)
+    study = managed_study(request, study_id)
     question = _question(study, question_key)
     try:
         settings, settings_error = clean_pairwise_settings(question.settings), None
     except ValidationError as exc:
         settings, settings_error = None, " ".join(exc.messages)
     reports = annotator_reports(question=question)
+    try:
+        scores, scores_error = question_scores(question=question), ""
+    except ScoresTooLargeError as exc:
+        scores, scores_error = None, str(exc)
     context = {
         "study": study,
         "question": question,
         "settings": settings,
         "settings_error": settings_error,
         "reports": reports,
-        "below_floor": [report for report in reports if report.below_floor],
-        "scores": question_scores(question=question),
+        "flagged": [report for report in reports if report.flagged],
+        "scores": scores,
+        "scores_error": scores_error,
     }
     return render(request, "preferences/results.html", context)
 
 
 @login_required
 @require_GET
-def scores_export(request: HttpRequest, study_id: int, question_key: str) -> StreamingHttpResponse:
-    """Download the score table (Bradley-Terry and count scores per annotator) as CSV."""
-    study = get_object_or_404(studies_managed_by(user=request.user), pk=study_id)
+def scores_export(
+    request: HttpRequest, study_id: int, question_key: str, fmt: str = "csv"
+) -> HttpResponse | StreamingHttpResponse:
+    """Download the score table (Bradley-Terry and count scores per annotator) as ``fmt`` (CSV,
+    JSON Lines or Parquet); 409 with the reason for a question over
+    ``PAIRWISE_SCORES_MAX_ITEMS`` items. ``?annotators=pseudonyms`` names annotators by
+    per-study pseudonyms."""
+    study = managed_study(request, study_id)
     question = _question(study, question_key)
-    return csv_response(
-        score_rows(question_scores(question=question)),
-        filename=f"study{study.pk}-{question.key}-scores.csv",
+    try:
+        scores = question_scores(question=question)
+    except ScoresTooLargeError as exc:
+        return HttpResponse(str(exc), status=409, content_type="text/plain; charset=utf-8")
+    name = annotator_names(study_id=study.pk, identity=_identity(request))
+    return formats.download(
+        formats.encode(
+            score_rows(scores, name=name), columns=score_schema(scores, name=name), fmt=fmt
+        ),
+        request=request,
+        fmt=fmt,
+        filename=f"study{study.pk}-{question.key}-scores.{fmt}",
     )
 
 
 @login_required
 @require_GET
 def judgements_export(
-    request: HttpRequest, study_id: int, question_key: str
+    request: HttpRequest, study_id: int, question_key: str, fmt: str = "csv"
 ) -> StreamingHttpResponse:
-    """Download every raw judgement of a pairwise question as CSV."""
-    study = get_object_or_404(studies_managed_by(user=request.user), pk=study_id)
+    """Download every raw judgement of a pairwise question as ``fmt`` (CSV, JSON Lines or
+    Parquet); ``?annotators=pseudonyms`` names annotators by per-study pseudonyms."""
+    study = managed_study(request, study_id)
     question = _question(study, question_key)
-    return csv_response(
-        judgement_rows(question=question),
-        filename=f"study{study.pk}-{question.key}-judgements.csv",
+    name = annotator_names(study_id=study.pk, identity=_identity(request))
+    return formats.download(
+        formats.encode(
+            judgement_rows(question=question, name=name), columns=JUDGEMENT_SCHEMA, fmt=fmt
+        ),
+        request=request,
+        fmt=fmt,
+        filename=f"study{study.pk}-{question.key}-judgements.{fmt}",
     )
+
+
+def _identity(request: HttpRequest) -> str:
+    """``?annotators=pseudonyms``, or usernames."""
+    return PSEUDONYMS if request.GET.get("annotators") == PSEUDONYMS else USERNAMES

@@ -2,71 +2,17 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Iterable
+from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
-from django.http import HttpRequest, QueryDict
 
-from apps.studies.models import Label, Question, Study
+from apps.studies.models import Label, Question, Study, shortcut_problem
+from core.forms import ServiceFormMixin
 
-# Keys the annotator queue keeps for itself (skip, undo); labels may not use them as shortcuts.
-RESERVED_SHORTCUTS = frozenset({"s", "u"})
 LABEL_COLUMNS = ("key", "name", "shortcut", "valence", "arousal")
-T = TypeVar("T")
-_INDEXED_KEY = re.compile(r"^(?P<name>\w+)\[(?P<index>\d+)\]$")
-
-
-def posted(request: HttpRequest) -> QueryDict | None:
-    """The POST data to bind a form to, or ``None`` on GET (an empty POST still binds)."""
-    return request.POST if request.method == "POST" else None
-
-
-class ServiceFormMixin(forms.BaseForm):
-    """Shared form habits: CSS hooks for required and invalid fields, service errors mapping.
-
-    ``row_names`` names the rows of list-valued fields for errors keyed ``"field[i]"``. Views
-    call ``form.apply(service, ...)`` after ``is_valid()`` and check ``form.errors`` after it.
-    """
-
-    required_css_class = "required"
-    error_css_class = "has-error"
-    row_names: dict[str, str] = {}
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("label_suffix", "")  # labels read "Name *", not "Name: *"
-        super().__init__(*args, **kwargs)
-
-    @property
-    def http_status(self) -> int:
-        """422 for a submitted form with errors (htmx swaps it in too), else 200."""
-        return 422 if self.is_bound and self.errors else 200
-
-    def apply(self, service: Callable[..., T], /, **kwargs: Any) -> T | None:
-        """Call a service; on ``ValidationError`` show it on the form and return ``None``."""
-        try:
-            return service(**kwargs)
-        except ValidationError as exc:
-            self.add_service_error(exc)
-            return None
-
-    def add_service_error(self, error: ValidationError) -> None:
-        """Show a service's ``ValidationError`` next to the matching field, else above the form."""
-        if not hasattr(error, "error_dict"):
-            self.add_error(None, error)
-            return
-        for key, messages in error.message_dict.items():
-            name, prefix = key, ""
-            if match := _INDEXED_KEY.match(key):
-                name = match["name"]
-                row = self.row_names.get(name, "Row")
-                prefix = f"{row} {int(match['index']) + 1}: "
-            field = name if name in self.fields else None
-            for message in messages:
-                self.add_error(field, prefix + message)
 
 
 class StudyForm(ServiceFormMixin, forms.ModelForm):
@@ -118,8 +64,8 @@ def _parse_label_line(line: str, *, number: int) -> dict[str, Any]:
         ) from None
     if len(shortcut) > 1:
         raise ValidationError(f"Line {number}: a shortcut is a single key, not {shortcut!r}.")
-    if shortcut.lower() in RESERVED_SHORTCUTS:
-        raise ValidationError(f"Line {number}: {shortcut!r} is kept for skip (s) and undo (u).")
+    if problem := shortcut_problem(shortcut):
+        raise ValidationError(f"Line {number}: {problem}")
     return {
         "key": key,
         "name": name or key,

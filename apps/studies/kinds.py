@@ -1,26 +1,253 @@
-"""Kind-specific question settings: each question kind's app registers how they are validated.
+"""Question kinds: one :class:`QuestionKind` object per kind, registered once in the settings.
 
-``SETTINGS_CLEANERS[kind](raw settings) -> complete settings`` raises ``ValidationError`` on bad
-input. The continuous and pairwise apps register theirs in ``AppConfig.ready()``, so this app
-imports none of them.
+A kind (categorical labels, continuous traces, pairwise preferences, ...) lives in its own app
+(``apps/<kind>/kind.py``) and is listed once in ``settings.QUESTION_KINDS`` (dotted paths of
+the kind objects). Everything that differs between kinds is an attribute or a method of its
+object: how its settings and answers are validated, whether it is answered in the annotator's
+queue, how its quality statistics are kept (process pending answers, rebuild, count the
+backlog), which indicators it derives and how they are judged and shown, the dashboard's extra
+cards and the export functions of its answers. The rest of the studio (the quality pipeline,
+publishing, flags, the dashboard) asks :func:`question_kind` and never names a kind.
+
+See ``docs/adding-a-question-kind.md`` for the recipe.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from django.core.exceptions import ValidationError
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured, ValidationError
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.utils.module_loading import import_string
 
-SettingsCleaner = Callable[[Any], dict[str, Any]]
-SETTINGS_CLEANERS: dict[str, SettingsCleaner] = {}
+from analytics.config import clean_quality_override
+
+if TYPE_CHECKING:
+    from analytics.indicators import Derived, Indicator, StudyFigure
+    from analytics.intervals import IntervalSet
+    from analytics.models import QualitySnapshot, QualityState
+    from apps.annotations.models import Assignment
+    from apps.studies.models import Label, Question
+    from core.types import Account
+
+
+class QuestionKind:
+    """Everything the studio needs to know about one kind of question.
+
+    Subclass it in the kind's app and list an instance in ``settings.QUESTION_KINDS``. The
+    class attributes describe the kind; the methods are its behaviour. Methods without a
+    default raise ``NotImplementedError``.
+
+    Attributes
+    ----------
+    key : str
+        The value stored in ``Question.kind`` (at most 12 characters).
+    label : str
+        Its readable name (the question form's choices, ``get_kind_display``).
+    queue : bool
+        Answered per item in the annotator's queue (``annotations_submit``); queue questions
+        decide when an assignment is complete.
+    indicators : tuple of Indicator
+        The per-annotator figures :meth:`derive` computes, in table order, each with its
+        label, format, direction and flag rule (:class:`analytics.indicators.Indicator`).
+    count : str
+        The indicator counting each annotator's work (annotators without work get no row).
+    agreement : str
+        The indicator that is "agreement with the others" (Landis-Koch band, trend sparkline);
+        ``matrices["kappa"]`` of :meth:`derive` is its pair matrix (heatmap and MDS map).
+    study_figures : tuple of StudyFigure
+        Study-wide figures (summary, trend line, study-wide flag below a floor).
+    answers_label : str
+        What the summary calls the answers counted in ``study["n_ratings"]``.
+    heatmap_note : str
+        What the heatmap's pair figure is, for the sentence under the heatmap.
+    overlap_unit : str or None
+        What pairs share (``QUALITY_MIN_OVERLAP`` of them blank a cell); ``None`` if no
+        minimum applies.
+    dashboard_cards : tuple of str
+        Template names of extra cards pushed with every update (light ones).
+    dashboard_plots : tuple of str
+        Template names of extra cards pushed with the plots (at most every
+        ``QUALITY_PLOT_INTERVAL`` seconds).
+    dashboard_page_cards : tuple of str
+        Template names of extra cards drawn on page load only (not pushed).
+    annotators_note : str
+        A sentence under the annotator table's heading (how to read a figure).
+    export_functions : mapping of str to callable
+        The functions of ``apps/*/exporting.py`` that export this kind's answers, by name
+        (referenced, not reimplemented: the export modules own the file formats).
+    """
+
+    key: ClassVar[str]
+    label: ClassVar[str]
+    queue: ClassVar[bool] = False
+    indicators: ClassVar[tuple[Indicator, ...]] = ()
+    count: ClassVar[str]
+    agreement: ClassVar[str]
+    study_figures: ClassVar[tuple[StudyFigure, ...]] = ()
+    answers_label: ClassVar[str] = "Answers"
+    heatmap_note: ClassVar[str] = ""
+    overlap_unit: ClassVar[str | None] = "items"
+    dashboard_cards: ClassVar[tuple[str, ...]] = ()
+    dashboard_plots: ClassVar[tuple[str, ...]] = ()
+    dashboard_page_cards: ClassVar[tuple[str, ...]] = ()
+    annotators_note: ClassVar[str] = ""
+    export_functions: ClassVar[Mapping[str, Callable[..., Any]]] = {}
+
+    # ----------------------------------------------------------------- questions and answers
+
+    def clean_settings(self, raw: Any) -> dict[str, Any]:
+        """Validate the question's own settings (without ``"quality"``), defaults filled in;
+        raise ``ValidationError``. The default takes none."""
+        if raw:
+            raise ValidationError({"settings": f"{self.key} questions take no settings."})
+        return {}
+
+    def clean_value(
+        self, question: Question, value: Any, assignment: Assignment | None
+    ) -> tuple[Any, Label | None]:
+        """Validate an answer; return ``(stored value, label or None)``.
+
+        ``assignment`` is the annotator's assignment being answered (``None`` for a bulk
+        import of a finished data set). Raise ``ValidationError`` if the answer is not valid.
+        """
+        raise ValidationError(
+            {"question": f"{question.get_kind_display()} questions are not answered this way."}
+        )
+
+    def progress(self, *, question: Question, annotator: Account) -> dict[str, int]:
+        """The annotator's ``{"done": n, "total": n}`` on ``question``, as its page shows it
+        (the one definition the home card and the kind's page share).
+
+        The default, for queue kinds: the study's queue assignments completed of those
+        assigned (every queue question of a study shares them).
+        """
+        from apps.annotations.selectors import annotator_progress
+
+        return annotator_progress(annotator=annotator, study=question.study)
+
+    # ----------------------------------------------------------------- quality statistics
+
+    def process(self, *, question_id: int) -> int:
+        """Apply the question's pending answers to its ``QualityState`` (under the state row
+        lock, :func:`analytics.pipeline.state_for_update`), publish after the commit
+        (:func:`analytics.pipeline.publish_after_commit`); return how many were applied."""
+        raise NotImplementedError
+
+    def rebuild(self, *, question_id: int) -> Any:
+        """Recompute the question's state from every current answer, then publish."""
+        raise NotImplementedError
+
+    def waiting(self, question_id: int) -> int | None:
+        """How many answers the state has not applied yet, or ``None`` when the kind uses the
+        annotation outbox (``analysis_pending``), which the pipeline counts itself."""
+        return None
+
+    def intervals(self, question: Question) -> IntervalSet | None:
+        """Confidence intervals of the question's indicators from all its current answers
+        (seconds of work: :mod:`analytics.intervals` calls it off the live path, at most every
+        ``QUALITY_INTERVAL_SECONDS``); ``None``: the kind has no interval estimator."""
+        return None
+
+    # ----------------------------------------------------------------- indicators
+
+    def derive(self, state: QualityState, question: Question, *, with_map: bool) -> Derived:
+        """The indicators, evidence, study figures and matrices of the stored state."""
+        raise NotImplementedError
+
+    def indicators_for(self, question: Question) -> tuple[Indicator, ...]:
+        """The question's indicators: :attr:`indicators`, unless a rule depends on the
+        question's settings (pairwise: its own transitivity floor)."""
+        return self.indicators
+
+    def publish_extras(
+        self,
+        derived: Derived,
+        *,
+        question: Question,
+        state: QualityState,
+        previous: QualitySnapshot | None,
+        item_ids: list[int] | None,
+        rebuild: bool,
+        refresh: bool,
+    ) -> None:
+        """Figures beyond the statistics, added at publish time (categorical: per-item
+        disagreement, Dawid-Skene competence). ``refresh``: the manager asked for a refit."""
+
+    def dashboard_context(
+        self, *, question: Question, snapshot: QualitySnapshot, names: list[str], plots: bool
+    ) -> dict[str, Any]:
+        """Context of the kind's extra dashboard cards (pushed ones) from the latest snapshot;
+        ``names`` label its annotator axis, ``plots`` asks for the plot cards' context too."""
+        return {}
+
+    def page_context(self, *, question: Question, query: Mapping[str, str]) -> dict[str, Any]:
+        """Context of the kind's page-only cards (``query``: the page's GET parameters)."""
+        return {}
+
+    def indicator(self, key: str) -> Indicator:
+        """The indicator spec of ``key``."""
+        return next(spec for spec in self.indicators if spec.key == key)
+
+
+def _load(path: str) -> QuestionKind:
+    kind = import_string(path)
+    if not isinstance(kind, QuestionKind):
+        raise ImproperlyConfigured(f"QUESTION_KINDS: {path} is not a QuestionKind instance.")
+    return kind
+
+
+@cache
+def question_kinds() -> dict[str, QuestionKind]:
+    """Every registered kind by key, in ``settings.QUESTION_KINDS`` order."""
+    kinds = [_load(path) for path in settings.QUESTION_KINDS]
+    found = {kind.key: kind for kind in kinds}
+    if len(found) != len(kinds):
+        raise ImproperlyConfigured("QUESTION_KINDS lists a kind key twice.")
+    return found
+
+
+@receiver(setting_changed)
+def _forget_kinds(*, setting: str, **kwargs: Any) -> None:
+    if setting == "QUESTION_KINDS":
+        question_kinds.cache_clear()
+
+
+def question_kind(key: str) -> QuestionKind:
+    """The registered kind ``key``; ``ValidationError`` for an unknown kind."""
+    kind = question_kinds().get(key)
+    if kind is None:
+        raise ValidationError({"kind": f"Unknown question kind {key!r}."})
+    return kind
+
+
+def kind_choices() -> list[tuple[str, str]]:
+    """``Question.kind``'s choices: the registered kinds."""
+    return [(kind.key, kind.label) for kind in question_kinds().values()]
+
+
+def queue_kinds() -> list[str]:
+    """Keys of the kinds answered per item in the annotator's queue."""
+    return [key for key, kind in question_kinds().items() if kind.queue]
 
 
 def clean_question_settings(kind: str, raw: Any) -> dict[str, Any]:
-    """Validate a question's settings for its kind; kinds without settings take none."""
-    cleaner = SETTINGS_CLEANERS.get(kind)
-    if cleaner is not None:
-        return cleaner(raw)
-    if raw:
-        raise ValidationError({"settings": f"{kind} questions take no settings."})
-    return {}
+    """Validate a question's settings for its kind; raise ``ValidationError``.
+
+    ``raw["quality"]`` (any kind) overrides the quality thresholds of this question: see
+    :func:`analytics.config.clean_quality_override`; the rest goes to the kind's
+    :meth:`QuestionKind.clean_settings`.
+    """
+    spec = question_kind(kind)
+    if raw is not None and not isinstance(raw, dict):
+        raise ValidationError({"settings": "Settings must be an object."})
+    own = dict(raw or {})
+    quality = own.pop("quality", None)
+    cleaned = spec.clean_settings(own)
+    if quality is not None:
+        cleaned["quality"] = clean_quality_override(quality, indicators=spec.indicators)
+    return cleaned

@@ -7,6 +7,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from apps.studies.kinds import kind_choices
+
 
 class Study(models.Model):
     class Status(models.TextChoices):
@@ -48,11 +50,13 @@ class Study(models.Model):
 
 
 class Membership(models.Model):
-    """A user's role in one study: managers run it, annotators label it."""
+    """A user's role in one study: managers run it, annotators label it, reviewers read the
+    answers and adjudicate disputed items (apps.adjudication) but cannot change the study."""
 
     class Role(models.TextChoices):
         MANAGER = "manager", "Manager"
         ANNOTATOR = "annotator", "Annotator"
+        REVIEWER = "reviewer", "Reviewer"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(
@@ -75,6 +79,9 @@ class Question(models.Model):
     """One thing asked about each item; its kind decides how it is answered and analysed."""
 
     class Kind(models.TextChoices):
+        """The built-in kinds' names; ``kind`` accepts every registered kind
+        (``settings.QUESTION_KINDS``, :mod:`apps.studies.kinds`)."""
+
         CATEGORICAL = "categorical", "Categorical labels"
         CONTINUOUS = "continuous", "Continuous slider trace"
         PAIRWISE = "pairwise", "Pairwise preference"
@@ -84,7 +91,7 @@ class Question(models.Model):
         max_length=50, help_text="Stable identifier used in imports and exports."
     )
     prompt = models.CharField(max_length=500)
-    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.CATEGORICAL)
+    kind = models.CharField(max_length=12, choices=kind_choices, default=Kind.CATEGORICAL)
     ordered = models.BooleanField(
         default=False, help_text="Labels form an ordered (ordinal / Likert) scale."
     )
@@ -101,6 +108,19 @@ class Question(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study}: {self.key}"
+
+
+# Keys the annotator queue keeps for itself (skip, undo); labels may not use them as shortcuts.
+RESERVED_SHORTCUTS = frozenset({"s", "u"})
+
+
+def shortcut_problem(shortcut: str) -> str | None:
+    """Why ``shortcut`` cannot be a label's key on the queue, or ``None`` if it can."""
+    if shortcut and not shortcut.isprintable():
+        return "Use a printable key."
+    if shortcut.lower() in RESERVED_SHORTCUTS:
+        return f"{shortcut!r} is kept for skip (s) and undo (u)."
+    return None
 
 
 class Label(models.Model):
@@ -131,5 +151,5 @@ class Label(models.Model):
     def clean(self) -> None:
         if (self.valence is None) != (self.arousal is None):
             raise ValidationError("Give both valence and arousal, or neither.")
-        if self.shortcut and not self.shortcut.isprintable():
-            raise ValidationError({"shortcut": "Use a printable key."})
+        if problem := shortcut_problem(self.shortcut):
+            raise ValidationError({"shortcut": problem})

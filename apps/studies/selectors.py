@@ -2,37 +2,41 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, F, Q, QuerySet
+from django.contrib.auth.models import Permission
+from django.db.models import F, OuterRef, QuerySet, Subquery
 
 from apps.studies.models import Membership, Study
+from core.types import Visitor
 
 
-def studies_for_user(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Study]:
+def studies_for_user(*, user: Visitor) -> QuerySet[Study]:
     """Studies in which ``user`` has any role."""
     if not user.is_authenticated:
         return Study.objects.none()
     return Study.objects.filter(memberships__user=user).distinct()
 
 
-def studies_with_my_role(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Study]:
-    """My studies in one query, each with ``my_role``, ``my_total`` and ``my_done`` (assignments)
-    and its questions prefetched (the home page picks each question kind's page from them)."""
+def studies_with_role(*, user: Visitor) -> QuerySet[Study]:
+    """The user's studies, each annotated with ``role``: the user's role in it."""
     if not user.is_authenticated:
         return Study.objects.none()
-    mine = Q(assignments__annotator=user)
+    role = Membership.objects.filter(study=OuterRef("pk"), user=user).values("role")[:1]
+    return studies_for_user(user=user).annotate(role=Subquery(role))
+
+
+def studies_with_my_role(*, user: Visitor) -> QuerySet[Study]:
+    """My studies in one query, each with ``my_role`` and its questions prefetched (the home
+    page lists a task and its progress per question kind's page from them)."""
+    if not user.is_authenticated:
+        return Study.objects.none()
     return (
         Study.objects.filter(memberships__user=user)
-        .annotate(
-            my_role=F("memberships__role"),
-            my_total=Count("assignments", filter=mine),
-            my_done=Count("assignments", filter=mine & Q(assignments__completed_at__isnull=False)),
-        )
+        .annotate(my_role=F("memberships__role"))
         .prefetch_related("questions")
     )
 
 
-def studies_managed_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Study]:
+def studies_managed_by(*, user: Visitor) -> QuerySet[Study]:
     if not user.is_authenticated:
         return Study.objects.none()
     return Study.objects.filter(
@@ -40,7 +44,7 @@ def studies_managed_by(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[St
     ).distinct()
 
 
-def study_role(*, user: AbstractBaseUser | AnonymousUser, study: Study) -> str | None:
+def study_role(*, user: Visitor, study: Study) -> str | None:
     """The user's role in the study (``"manager"``, ``"annotator"``) or ``None``."""
     if not user.is_authenticated:
         return None
@@ -57,5 +61,10 @@ def study_annotators(*, study: Study) -> QuerySet:
     )
 
 
-def can_create_studies(*, user: AbstractBaseUser | AnonymousUser) -> bool:
+def can_create_studies(*, user: Visitor) -> bool:
     return user.is_authenticated and user.has_perm("studies.manage_studies")
+
+
+def study_creation_permission() -> Permission:
+    """The permission that lets its holders create studies (and so manage them)."""
+    return Permission.objects.get(codename="manage_studies", content_type__app_label="studies")

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from apps.studies.kinds import clean_question_settings
 from apps.studies.models import Label, Membership, Question, Study
+from core.types import Account
 
 STUDY_FIELDS = ("name", "instructions", "overlap", "repeat_rate")
 QUESTION_FIELDS = ("key", "prompt", "kind", "ordered", "position", "settings")
@@ -20,7 +20,7 @@ LABEL_FIELDS = ("key", "name", "shortcut", "position", "valence", "arousal")
 @transaction.atomic
 def study_create(
     *,
-    creator: AbstractBaseUser,
+    creator: Account,
     name: str,
     instructions: str = "",
     overlap: int | None = None,
@@ -177,7 +177,7 @@ def question_update(
 
 @transaction.atomic
 def membership_add(
-    *, study: Study, user: AbstractBaseUser, role: str, change_role: bool = False
+    *, study: Study, user: Account, role: str, change_role: bool = False
 ) -> Membership:
     """Give ``user`` a role in ``study``; annotators of a running study get work at once.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -12,21 +14,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from apps.annotations.selectors import item_coverage, study_progress
-from apps.annotations.values import QUEUE_KINDS
-from apps.studies.forms import (
-    QuestionForm,
-    StudyForm,
-    StudyStatusForm,
-    labels_to_text,
-    posted,
-)
-from apps.studies.markdown import render_markdown
-from apps.studies.models import Study
-from apps.studies.selectors import (
-    can_create_studies,
-    studies_managed_by,
-    studies_with_my_role,
-)
+from apps.studies.access import managed_study
+from apps.studies.forms import QuestionForm, StudyForm, StudyStatusForm, labels_to_text
+from apps.studies.kinds import question_kind, queue_kinds
+from apps.studies.models import Membership, Study
+from apps.studies.selectors import can_create_studies, studies_with_my_role
 from apps.studies.services import (
     question_create,
     question_update,
@@ -34,6 +26,9 @@ from apps.studies.services import (
     study_set_status,
     study_update,
 )
+from core.forms import posted
+from core.markdown import render_markdown
+from core.types import Account
 
 COVERAGE_PAGE_SIZE = 25
 STATUS_MESSAGES = {
@@ -43,26 +38,43 @@ STATUS_MESSAGES = {
 }
 
 
-def _managed_study(request: HttpRequest, study_id: int) -> Study:
-    """The study if the user manages it; 404 otherwise (outsiders learn nothing)."""
-    return get_object_or_404(studies_managed_by(user=request.user), pk=study_id)
-
-
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    """My studies with my role; annotators see their progress and a way into each task."""
+    """My studies with my role; annotators see one task per queue and per other question, each
+    with its progress counted as its own page counts it (:meth:`QuestionKind.progress`)."""
+    studies = list(studies_with_my_role(user=request.user))
+    queued = set(queue_kinds())
+    for study in studies:
+        if study.my_role == Membership.Role.ANNOTATOR:
+            study.tasks = annotator_tasks(study=study, annotator=request.user, queued=queued)
+            study.all_done = bool(study.tasks) and all(
+                task["progress"]["total"] and task["progress"]["done"] >= task["progress"]["total"]
+                for task in study.tasks
+            )
     context = {
-        "studies": studies_with_my_role(user=request.user),
+        "studies": studies,
         "can_create": can_create_studies(user=request.user),
-        "queue_kinds": sorted(QUEUE_KINDS),
     }
     return render(request, "studies/home.html", context)
+
+
+def annotator_tasks(*, study: Study, annotator: Account, queued: set[str]) -> list[dict[str, Any]]:
+    """The annotator's tasks in a study: the queue once (all queue questions share it), then
+    each question answered on its own page, each ``{"question", "queue", "progress"}``."""
+    tasks: list[dict[str, Any]] = []
+    for question in study.questions.all():
+        queue = question.kind in queued
+        if queue and any(task["queue"] for task in tasks):
+            continue
+        progress = question_kind(question.kind).progress(question=question, annotator=annotator)
+        tasks.append({"question": question, "queue": queue, "progress": progress})
+    return tasks
 
 
 @login_required
 def study_overview(request: HttpRequest, study_id: int) -> HttpResponse:
     """A manager's view of one study: status, questions, progress, coverage and downloads."""
-    study = _managed_study(request, study_id)
+    study = managed_study(request, study_id)
     coverage = Paginator(item_coverage(study=study), COVERAGE_PAGE_SIZE).get_page(
         request.GET.get("page")
     )
@@ -82,7 +94,7 @@ def study_overview(request: HttpRequest, study_id: int) -> HttpResponse:
 @require_POST
 def study_status(request: HttpRequest, study_id: int) -> HttpResponse:
     """Open, pause or close the study, then go back to its overview."""
-    study = _managed_study(request, study_id)
+    study = managed_study(request, study_id)
     form = StudyStatusForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Unknown study status.")
@@ -118,7 +130,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def study_edit(request: HttpRequest, study_id: int) -> HttpResponse:
     """Change a study's name, instructions, overlap and repeat rate."""
-    study = _managed_study(request, study_id)
+    study = managed_study(request, study_id)
     form = StudyForm(posted(request), initial=model_to_dict(study, fields=StudyForm.Meta.fields))
     if form.is_valid() and form.apply(study_update, study=study, **form.cleaned_data):
         messages.success(request, "Study saved.")
@@ -131,7 +143,7 @@ def study_edit(request: HttpRequest, study_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def question_new(request: HttpRequest, study_id: int) -> HttpResponse:
     """Add a question: categorical with its labels, or continuous / pairwise with settings."""
-    study = _managed_study(request, study_id)
+    study = managed_study(request, study_id)
     form = QuestionForm(posted(request))
     if form.is_valid() and form.apply(question_create, study=study, **form.cleaned_data):
         messages.success(request, "Question added.")
@@ -145,7 +157,7 @@ def question_new(request: HttpRequest, study_id: int) -> HttpResponse:
 def question_edit(request: HttpRequest, study_id: int, question_id: int) -> HttpResponse:
     """Edit a question; labels are kept by key, so answers keep their meaning. The kind is
     fixed once the question exists."""
-    study = _managed_study(request, study_id)
+    study = managed_study(request, study_id)
     question = get_object_or_404(study.questions.prefetch_related("labels"), pk=question_id)
     initial = model_to_dict(question, fields=QuestionForm.Meta.fields)
     initial["labels"] = labels_to_text(question.labels.all())

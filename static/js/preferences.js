@@ -1,7 +1,8 @@
 /*
  * Keyboard answers on the pairwise comparison page (no dependencies; the page works without it).
  *
- * ArrowLeft: A is better, ArrowRight: B is better, "=": equal (when the question allows ties).
+ * ArrowLeft: A is better, ArrowRight: B is better, "=": equal (when the question allows ties),
+ * "u": undo the latest answer (its pair comes back; press again to go further back).
  * Keys pressed in text fields or with Ctrl/Alt/Meta are left alone, and keys pressed while an
  * answer is on its way are dropped. The buttons are clicked, so htmx sends the chosen outcome
  * exactly as with the mouse.
@@ -9,7 +10,7 @@
 (() => {
   "use strict";
 
-  const KEYS = new Set(["ArrowLeft", "ArrowRight", "="]);
+  const KEYS = new Set(["ArrowLeft", "ArrowRight", "=", "u"]);
 
   document.addEventListener("keydown", (event) => {
     if (event.defaultPrevented || event.repeat || event.ctrlKey || event.altKey ||
@@ -27,8 +28,9 @@
       event.preventDefault();
       return;
     }
-    const form = document.querySelector("[data-compare-form]");
-    const button = form && form.querySelector(`button[data-key="${event.key}"]`);
+    const button = document.querySelector(
+      `[data-compare-form] button[data-key="${event.key}"], [data-undo-form] button[data-key="${event.key}"]`,
+    );
     if (button && !button.matches(":disabled")) {
       event.preventDefault();
       button.click();

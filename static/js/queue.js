@@ -5,6 +5,10 @@
  *   With one question the label button submits at once; with several, the next unanswered
  *   question becomes current, and the answers are submitted once every question has one.
  * - "s" skips the item, "u" undoes the last answer.
+ * - A key pressed while the next item loads is not applied to an item the annotator has not
+ *   seen: a notice says it was ignored.
+ * - The instructions fold once the first answer is in, and stay open or folded as the
+ *   annotator left them (remembered per user and study in localStorage).
  * Keys typed into text fields, or pressed with Ctrl/Alt/Meta, are left alone. Controls are
  * activated with click() so htmx sees which button submitted the form, as with a mouse.
  */
@@ -70,6 +74,22 @@
     return true;
   }
 
+  let noticeTimer = 0;
+
+  /* Say that a key press was ignored because the next item is still loading. */
+  function sayIgnored(key) {
+    const notice = document.querySelector("[data-key-notice]");
+    if (!notice) {
+      return;
+    }
+    notice.textContent = `“${key}” ignored: the next item is loading. Press again once it shows.`;
+    notice.hidden = false;
+    clearTimeout(noticeTimer);
+    noticeTimer = setTimeout(() => (notice.hidden = true), 2500);
+  }
+
+  const isLoading = (form) => form.querySelector(".answer-form__controls:disabled") !== null;
+
   document.addEventListener("keydown", (event) => {
     if (event.defaultPrevented || event.repeat || event.ctrlKey || event.altKey ||
         event.metaKey || event.key.length !== 1 || isTyping(event.target)) {
@@ -77,6 +97,12 @@
     }
     const key = event.key.toLowerCase();
     const form = document.querySelector("[data-queue-form]");
+    if (form !== null && isLoading(form) && shortcutIn(form, key) === undefined &&
+        form.querySelector(`[data-shortcut="${CSS.escape(key)}" i]`) !== null) {
+      event.preventDefault();
+      sayIgnored(event.key);
+      return;
+    }
     const handled = (form !== null && pickLabel(form, key)) ||
       (key === "s" && clickIfEnabled("[data-skip]")) ||
       (key === "u" && clickIfEnabled("[data-undo]"));
@@ -100,7 +126,35 @@
     }
   }
 
-  document.addEventListener("DOMContentLoaded", () => prepare(document));
+  /* The instructions: as the annotator last left them, else the page's default. */
+  function rememberInstructions() {
+    const details = document.querySelector("details[data-remember]");
+    if (!details) {
+      return;
+    }
+    const saved = localStorage.getItem(details.dataset.remember);
+    if (saved !== null) {
+      details.open = saved === "open";
+    }
+    details.querySelector("summary").addEventListener("click", () => {
+      // The click toggles after this handler: store the state it leads to.
+      localStorage.setItem(details.dataset.remember, details.open ? "closed" : "open");
+    });
+  }
+
+  /* Fold the instructions after the first answer unless the annotator chose to keep them. */
+  function foldInstructions() {
+    const details = document.querySelector("details[data-remember]");
+    if (details && localStorage.getItem(details.dataset.remember) === null) {
+      details.open = false;
+      localStorage.setItem(details.dataset.remember, "closed");
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    rememberInstructions();
+    prepare(document);
+  });
 
   /* After htmx swaps in the next item, focus it so screen readers and Tab start there. */
   document.addEventListener("htmx:afterSwap", (event) => {
@@ -109,6 +163,13 @@
       return;
     }
     prepare(area);
+    const notice = document.querySelector("[data-key-notice]");
+    if (notice) {
+      notice.hidden = true;
+    }
+    if (event.detail.requestConfig && event.detail.requestConfig.verb === "post") {
+      foldInstructions();
+    }
     const heading = area.querySelector("[data-focus-after-swap]");
     if (heading) {
       heading.focus({ preventScroll: true });

@@ -4,11 +4,16 @@
  * Samples a slider at the question's recording rate against the MEDIA clock (currentTime of
  * an <audio>/<video>, or of GreenClock for the calibration canvas), never the wall clock, so a
  * paused or stalled player produces no samples. Samples go to the server in numbered chunks
- * every few seconds and on `pagehide` (fetch keepalive, with the CSRF token); a chunk that
- * failed on the network is re-sent with the same number and content, which the server stores
- * once. On load the page asks the server where an unfinished recording stopped, seeks there
- * and continues it. Mouse and touch move the range input; arrow keys (anywhere on the page)
- * move it by 1 % of the scale, Page Up/Down by 10 %; Space plays and pauses when allowed.
+ * every few seconds, one upload at a time (fetch keepalive, so an upload in flight survives a
+ * reload; with the CSRF token); a chunk that failed on the network is re-sent with the same
+ * number and content, which the server stores once. On `pagehide` everything not acknowledged
+ * goes as one chunk; the server drops samples it already holds. On load the page asks the
+ * server where an unfinished recording stopped, redraws the trace stored so far, and seeks
+ * there; it asks again when Continue is pressed (the previous page's last chunk may have
+ * landed in between) and resumes at exactly the last stored sample. The recording's id is kept
+ * in sessionStorage, so a reload before the first chunk has landed continues the same one.
+ * Mouse and touch move the range input; arrow keys (anywhere on the page) move it by 1 % of
+ * the scale, Page Up/Down by 10 %; Space plays and pauses when allowed.
  *
  * Markup: an element [data-trace-recorder] holding a <script type="application/json"> config
  * (id in data-config), the player (audio/video/canvas.trace-stimulus), input.trace-slider,
@@ -19,6 +24,8 @@
   "use strict";
 
   const CHUNK_EVERY_MS = 3000;
+
+  const wait = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
   /** A media-like clock that paints a canvas whose green intensity follows a known signal. */
   class GreenClock extends EventTarget {
@@ -101,10 +108,15 @@
       this.scaleMax = scaleMax;
       this.duration = 1;
       this.points = [];
-      this.savedUntil = 0; // seconds stored before this page (a resumed trace), shaded
       const ratio = window.devicePixelRatio || 1;
       canvas.width = canvas.clientWidth * ratio;
       canvas.height = canvas.clientHeight * ratio;
+      this.draw();
+    }
+
+    /** Replace the points with a trace stored before this page (seeks already merged). */
+    load(times, values) {
+      this.points = times.map((t, i) => ({ t, v: values[i], breakBefore: false }));
       this.draw();
     }
 
@@ -121,10 +133,6 @@
       const y = (v) =>
         height - pad - ((v - this.scaleMin) / (this.scaleMax - this.scaleMin)) * (height - 2 * pad);
       ctx.clearRect(0, 0, width, height);
-      if (this.savedUntil > 0) {
-        ctx.fillStyle = "#e3f0f8";
-        ctx.fillRect(pad, pad, x(this.savedUntil) - pad, height - 2 * pad);
-      }
       ctx.strokeStyle = "#d0d7de";
       ctx.lineWidth = 1;
       ctx.strokeRect(pad, pad, width - 2 * pad, height - 2 * pad);
@@ -160,6 +168,7 @@
         ? new GreenClock(canvas, this.config.gold.values, this.config.gold.rate_hz)
         : root.querySelector("audio, video");
       this.recording = null;
+      this.storageKey = `trace-recording:${this.config.assignment}:${this.config.question}`;
       this.nextSequence = 0;
       this.lastTime = null;
       this.buffer = { times: [], values: [], events: [] };
@@ -177,23 +186,26 @@
     async init() {
       this._bind();
       this._say("Loading…");
-      const state = await this._resumeState();
+      let state = null;
+      for (let attempt = 1; !state; attempt++) {
+        try {
+          state = await this._resumeState();
+        } catch (error) {
+          this._say("Cannot reach the server; trying again…");
+          await wait(1000 * Math.min(attempt, 5));
+        }
+      }
+      const earlier = sessionStorage.getItem(this.storageKey);
       if (state.recording) {
         this.recording = state.recording;
-        this.nextSequence = state.next_sequence;
-        this.lastTime = state.last_time;
-        this.slider.value = state.last_value;
-        this.media.currentTime = state.last_time;
-        this.plot.duration = this.duration;
-        this.plot.savedUntil = state.last_time;
-        this.plot.draw();
-        this._event("resume", state.last_time);
-        this.buttons.play.textContent = `Continue from ${state.last_time.toFixed(1)} s`;
-        this._say(`Your trace was saved up to ${state.last_time.toFixed(1)} s; continue from there.`);
+        this._resumeFrom(state);
       } else {
-        this.recording = crypto.randomUUID();
+        // An earlier page of this tab may have begun it: its first upload can still land.
+        this.recording = earlier || crypto.randomUUID();
         this._say("Press Play, then move the slider as the stimulus changes.");
       }
+      this.resuming = Boolean(state.recording || earlier);
+      sessionStorage.setItem(this.storageKey, this.recording);
       this.buttons.play.disabled = false;
       this._tickClock();
     }
@@ -211,16 +223,47 @@
       this.media.addEventListener("loadedmetadata", () => (this.plot.duration = this.duration));
       if (this.duration) this.plot.duration = this.duration;
       document.addEventListener("keydown", (e) => this._onKey(e));
-      window.addEventListener("pagehide", () => this.flush({ keepalive: true }));
+      window.addEventListener("pagehide", () => this._sendOnLeave());
       document.addEventListener("visibilitychange", () => {
         if (document.hidden) this.flush();
       });
     }
 
-    play() {
-      if (this.failed || this.finished) return;
+    /** Continue a stored trace: its last sample's time, value and numbering; redraw it. */
+    _resumeFrom(state, { keepSlider = false } = {}) {
+      this.nextSequence = state.next_sequence;
+      this.lastTime = state.last_time;
+      if (!keepSlider) this.slider.value = state.last_value;
+      this.media.currentTime = state.last_time;
+      this.plot.duration = this.duration;
+      this.plot.load(state.times, state.values);
+      this._tickClock();
+      this.buttons.play.textContent = `Continue from ${state.last_time.toFixed(1)} s`;
+      this._say(`Your trace was saved up to ${state.last_time.toFixed(1)} s; continue from there.`);
+    }
+
+    async play() {
+      if (this.failed || this.finished || this.starting) return;
       this.plot.duration = this.duration;
       this.slider.focus();
+      if (this.resuming) {
+        this.starting = true;
+        const shown = this.slider.value;
+        try {
+          const state = await this._resumeState();
+          const newer = this.lastTime === null || state.last_time > this.lastTime;
+          if (state.recording === this.recording && newer) {
+            this._resumeFrom(state, { keepSlider: this.slider.value !== shown }); // moved meanwhile
+          }
+        } catch (error) {
+          // Offline: continue from what this page was told; the server drops any overlap.
+        } finally {
+          this.starting = false;
+        }
+        this.resuming = false;
+        if (this.lastTime !== null) this._event("resume", this.lastTime);
+        this.root.dataset.resumedAt = String(this.lastTime ?? 0);
+      }
       this.media.play();
     }
 
@@ -251,7 +294,7 @@
       this._say("Saving your trace…");
       await this.flush();
       for (let attempt = 0; attempt < 10 && this.pending.length && !this.failed; attempt++) {
-        await new Promise((resolve) => setTimeout(resolve, 1000));
+        await wait(1000);
         await this._drain();
       }
       if (this.pending.length) {
@@ -310,7 +353,12 @@
     }
 
     /** Freeze the buffer into the next numbered chunk and send what is pending. */
-    flush({ keepalive = false } = {}) {
+    flush() {
+      this._freeze();
+      return this._drain();
+    }
+
+    _freeze() {
       if (this.buffer.times.length) {
         this.pending.push({
           recording: this.recording,
@@ -325,11 +373,26 @@
         this.pending[this.pending.length - 1].events.push(...this.buffer.events);
         this.buffer.events = [];
       }
-      if (keepalive) {
-        this.pending.forEach((chunk) => this._post(this.config.api.chunks, chunk, true));
-        return Promise.resolve();
-      }
-      return this._drain();
+    }
+
+    /**
+     * The page is going away: send everything not acknowledged yet as ONE chunk, numbered
+     * above the pending ones, so that no other upload of this page can overtake it. An upload
+     * still in flight (keepalive too) may land before or after it: the server drops what is
+     * already stored.
+     */
+    _sendOnLeave() {
+      this._freeze();
+      if (!this.pending.length || this.failed || this.finished) return;
+      const merged = { times: [], values: [], events: [] };
+      this.pending.forEach((chunk) => {
+        const offset = merged.times.length;
+        chunk.events.forEach((e) => merged.events.push({ ...e, index: e.index + offset }));
+        merged.times.push(...chunk.times);
+        merged.values.push(...chunk.values);
+      });
+      const chunk = { ...this.pending[0], ...merged, sequence: this.nextSequence++ };
+      this._post(this.config.api.chunks, chunk, true).catch(() => {});
     }
 
     /** Send pending chunks in order, one at a time; concurrent callers share the run. */
@@ -344,7 +407,7 @@
       while (this.pending.length && !this.failed) {
         let response;
         try {
-          response = await this._post(this.config.api.chunks, this.pending[0], false);
+          response = await this._post(this.config.api.chunks, this.pending[0], true);
         } catch (error) {
           this._say("Connection lost — your samples are kept and will be sent again.");
           return;
@@ -354,7 +417,14 @@
           this.root.dataset.savedChunks = String(Number(this.root.dataset.savedChunks || 0) + 1);
         } else if (response.status === 400) {
           const body = await this._errors(response);
-          if (!("sequence" in body) || !(await this._resync())) this._fail(body);
+          if (!("sequence" in body)) return this._fail(body);
+          let resynced;
+          try {
+            resynced = await this._resync(this.pending[0]);
+          } catch (error) {
+            return; // offline: the next flush tries again
+          }
+          if (!resynced) return this._fail(body);
         } else if (response.status === 403) {
           this._fail(await this._errors(response));
         } else {
@@ -365,31 +435,15 @@
 
     /**
      * After a chunk numbering conflict (e.g. the previous page's last chunk, sent on pagehide,
-     * arrived after this page asked where to resume): take the server's numbering, drop the
-     * samples it already has, and renumber what is pending. Returns whether anything is left
-     * to send in a consistent order.
+     * arrived after this page asked where to resume): number what is pending from the
+     * server's next number on. The server drops the samples it already holds. Returns whether
+     * that changed anything (else the conflict is not one of numbering).
      */
-    async _resync() {
+    async _resync(chunk) {
       const state = await this._resumeState();
-      if (state.recording !== this.recording) return false;
-      const chunks = this.pending.concat([this.buffer]);
-      const merged = { times: [], values: [], events: [] };
-      chunks.forEach((chunk) => {
-        chunk.times.forEach((t, i) => {
-          if (t > state.last_time) {
-            merged.times.push(t);
-            merged.values.push(chunk.values[i]);
-          }
-        });
-        // Player events stay, moved before the first sample (a seek's segment is lost).
-        chunk.events.forEach((e) => {
-          if (e.type !== "seek") merged.events.push({ ...e, index: 0 });
-        });
-      });
-      this.pending = [];
-      this.buffer = merged;
-      this.nextSequence = state.next_sequence;
-      if (this.buffer.times.length) this.flush();
+      if (state.recording !== this.recording || state.next_sequence <= chunk.sequence) return false;
+      this.pending.forEach((pending, i) => (pending.sequence = state.next_sequence + i));
+      this.nextSequence = state.next_sequence + this.pending.length;
       return true;
     }
 
@@ -402,6 +456,7 @@
         headers: { Accept: "application/json" },
         credentials: "same-origin",
       });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
       return response.json();
     }
 
@@ -411,7 +466,7 @@
       const body = { recording: this.recording, time_spent_ms: elapsed };
       let response = null;
       for (let attempt = 0; attempt < 4; attempt++) {
-        if (attempt) await new Promise((resolve) => setTimeout(resolve, 1000 * attempt));
+        if (attempt) await wait(1000 * attempt);
         try {
           response = await this._post(this.config.api.finish, body, false);
         } catch (error) {
@@ -421,12 +476,27 @@
       }
       if (!response || !response.ok) return this._fail(await this._errors(response));
       this.finished = true;
+      sessionStorage.removeItem(this.storageKey);
       this._disableControls();
       this.root.classList.add("trace-recorder--done");
       this._say("Trace saved. Thank you!");
+      this._countDone();
       const next = this.root.querySelector("[data-role=next]");
       next.hidden = false;
       next.focus();
+    }
+
+    /** Show the saved trace in the page's progress bar (the count the server gave for after
+     * this item is traced: one more, unless the item was traced before and is redone). */
+    _countDone() {
+      const box = document.querySelector("[data-role=progress][data-done-after]");
+      if (!box) return;
+      const bar = box.querySelector("progress");
+      const done = Number(box.dataset.doneAfter);
+      const total = Number(bar.max);
+      bar.value = done;
+      const percent = total ? ` (${Math.round((100 * done) / total)}%)` : "";
+      box.querySelector(".progress__text").textContent = `${done} of ${total} done${percent}`;
     }
 
     /** The error messages of a refused request, whatever its body. */
@@ -455,6 +525,7 @@
 
     _fail(body) {
       this.failed = true;
+      sessionStorage.removeItem(this.storageKey); // a reload starts afresh if the server has none
       this.media.pause();
       this._disableControls();
       const messages = Object.values(body || {}).flat().join(" ");

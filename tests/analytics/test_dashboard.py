@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 import uuid
 
 import numpy as np
@@ -14,10 +15,9 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
-from analytics.indicators import CATEGORICAL_RULES, LabelScale, derive_categorical
+from analytics.config import quality_config
 from analytics.metrics import aad_rmse_per_item
 from analytics.models import Flag, FlagEvent, ItemDisagreement, QualitySnapshot
-from analytics.pipeline import quality_process_pending
 from analytics.publishing import quality_publish
 from analytics.selectors import excluded_annotator_ids, top_disagreements
 from analytics.services import (
@@ -31,10 +31,11 @@ from analytics.sufficient_stats import CategoricalStats
 from annotate_site.routing import websocket_urlpatterns
 from apps.annotations.models import Annotation, Assignment
 from apps.annotations.services import annotations_submit
+from apps.categorical.indicators import INDICATORS, LabelScale, derive_categorical
+from apps.categorical.quality import quality_process_pending
 from tests.factories import SENTIMENT_LABELS, UserFactory, running_study
 
 LABELS = ["negative", "neutral", "positive"]
-MIN_EVIDENCE = {"items": 20, "repeats": 10}
 
 
 def _crafted(n_items: int, *, n_annotators: int = 8, seed: int = 0):
@@ -66,12 +67,12 @@ def test_random_labeller_is_flagged_with_reason(panel):
     _study, question, annotators = panel
     derived = _derive(_crafted(120), annotators)
     hits = flags_evaluate(
-        question=question, derived=derived, rules=CATEGORICAL_RULES, min_evidence=MIN_EVIDENCE
+        question=question, derived=derived, indicators=INDICATORS, config=quality_config()
     )
     flagged = {(h["annotator"], h["indicator"]) for h in hits}
-    assert (annotators[-1].pk, "kappa") in flagged
+    assert (annotators[-1].pk, "cohen_kappa") in flagged
     assert {a for a, _ in flagged} == {annotators[-1].pk}
-    flag = Flag.objects.get(annotator=annotators[-1], indicator="kappa")
+    flag = Flag.objects.get(annotator=annotators[-1], indicator="cohen_kappa")
     assert flag.status == Flag.Status.OPEN
     assert flag.reason.startswith("kappa with others ")
     assert "study median" in flag.reason
@@ -86,7 +87,7 @@ def test_nobody_flagged_with_too_little_evidence(panel):
     _, question, annotators = panel
     derived = _derive(_crafted(12), annotators)
     hits = flags_evaluate(
-        question=question, derived=derived, rules=CATEGORICAL_RULES, min_evidence=MIN_EVIDENCE
+        question=question, derived=derived, indicators=INDICATORS, config=quality_config()
     )
     assert hits == []
     assert not Flag.objects.exists()
@@ -98,9 +99,9 @@ def test_flag_services_log_and_dismissed_flag_reopens_only_when_worse(panel, set
     settings.QUALITY_REOPEN_MARGIN = 0.1
     derived = _derive(_crafted(120), annotators)
     flags_evaluate(
-        question=question, derived=derived, rules=CATEGORICAL_RULES, min_evidence=MIN_EVIDENCE
+        question=question, derived=derived, indicators=INDICATORS, config=quality_config()
     )
-    flag = Flag.objects.get(annotator=annotators[-1], indicator="kappa")
+    flag = Flag.objects.get(annotator=annotators[-1], indicator="cohen_kappa")
     flag_confirm(flag=flag, actor=manager, note="checked a sample")
     flag_dismiss(flag=flag, actor=manager, note="hard items")
     flag.refresh_from_db()
@@ -115,9 +116,9 @@ def test_flag_services_log_and_dismissed_flag_reopens_only_when_worse(panel, set
     ]
 
     def evaluate_with(kappa_value: float) -> None:
-        derived.indicators["kappa"][-1] = kappa_value
+        derived.indicators["cohen_kappa"][-1] = kappa_value
         flags_evaluate(
-            question=question, derived=derived, rules=CATEGORICAL_RULES, min_evidence=MIN_EVIDENCE
+            question=question, derived=derived, indicators=INDICATORS, config=quality_config()
         )
         flag.refresh_from_db()
 
@@ -134,12 +135,12 @@ def test_exclusion_is_logged_and_honoured_by_the_selector(panel):
     flags_evaluate(
         question=question,
         derived=_derive(_crafted(120), annotators),
-        rules=CATEGORICAL_RULES,
-        min_evidence=MIN_EVIDENCE,
+        indicators=INDICATORS,
+        config=quality_config(),
     )
     annotator_exclude(study=study, annotator=spammer, by=manager, reason="random labels")
     assert excluded_annotator_ids(study=study) == {spammer.pk}
-    flag = Flag.objects.get(annotator=spammer, indicator="kappa")
+    flag = Flag.objects.get(annotator=spammer, indicator="cohen_kappa")
     assert flag.status == Flag.Status.CONFIRMED
     assert flag.events.last().note == "excluded: random labels"
     annotator_include(study=study, annotator=spammer, by=manager)
@@ -182,10 +183,15 @@ def test_publish_snapshots_debounce_and_item_disagreement(settings):
     assert third.pk != first.pk
     assert len(third.indicators["values"]["ds_competence"]) == 4
     assert "ds_computed_at" in third.indicators["study"]
+    assert third.indicators["study"]["ds_converged"] is True
+    assert third.indicators["study"]["ds_iterations"] >= 1
     fourth = quality_publish(question_id=question.pk)
     assert (
         fourth.indicators["values"]["ds_competence"] == third.indicators["values"]["ds_competence"]
     )
+    # the carried fit keeps saying how it was fitted
+    for key in ("ds_iterations", "ds_converged", "ds_computed_at"):
+        assert fourth.indicators["study"][key] == third.indicators["study"][key]
 
 
 @pytest.mark.django_db
@@ -196,9 +202,9 @@ def test_dashboard_page_for_managers_only(client):
     quality_process_pending(question_id=question.pk)
     quality_publish(question_id=question.pk, rebuild=True)
     url = reverse("analytics:dashboard", args=[study.pk])
-    for user in (UserFactory(manager=True), annotators[0]):
+    for user, status in ((UserFactory(manager=True), 404), (annotators[0], 403)):
         client.force_login(user)
-        assert client.get(url).status_code == 404
+        assert client.get(url).status_code == status
     client.force_login(study.created_by)
     response = client.get(url)
     assert response.status_code == 200
@@ -206,6 +212,7 @@ def test_dashboard_page_for_managers_only(client):
     for fragment in ("quality-summary", "quality-annotators", "quality-heatmap", "quality-aad"):
         assert f'id="{fragment}"' in html
     assert annotators[0].username in html
+    assert re.search(r"\d+ EM iterations, converged", html)
     partial = client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert "<html" not in partial
     assert 'id="quality-items"' in partial
@@ -276,7 +283,7 @@ def test_manager_receives_the_fragments_after_a_submission():
 
 @pytest.mark.django_db
 def test_top_disagreements_match_the_metric_on_every_item(monkeypatch):
-    monkeypatch.setattr("analytics.publishing.KEPT_DISAGREEMENTS", 3)
+    monkeypatch.setattr("apps.categorical.indicators.KEPT_DISAGREEMENTS", 3)
     study, annotators = running_study(n_items=8, n_annotators=4)
     question = study.questions.get()
     _answer_everything(study, annotators, seed=5)
@@ -298,14 +305,14 @@ def test_top_disagreements_match_the_metric_on_every_item(monkeypatch):
 
 
 def test_histograms_bin_many_distinct_distances_and_keep_every_count():
-    from analytics.dashboard import MAX_HISTOGRAM_BARS, _histograms
+    from apps.categorical.kind import MAX_HISTOGRAM_BARS, aad_histograms
 
     differences = [round(0.1 * k, 1) for k in range(20)]  # e.g. valence/arousal distances
     counts = [[1] * 20, [0] * 19 + [4]]
-    plot = _histograms({"aad_differences": differences, "aad_counts": counts}, ["a", "b"])
+    plot = aad_histograms({"aad_differences": differences, "aad_counts": counts}, ["a", "b"])
     assert len(plot["ticks"]) == MAX_HISTOGRAM_BARS
     assert all(len(chart["bars"]) == MAX_HISTOGRAM_BARS for chart in plot["charts"])
     assert plot["charts"][1]["n"] == 4
     assert plot["charts"][1]["bars"][-1]["title"].endswith("100% of shared items")
-    few = _histograms({"aad_differences": [0.0, 1.0, 2.0], "aad_counts": [[2, 1, 1]]}, ["a"])
+    few = aad_histograms({"aad_differences": [0.0, 1.0, 2.0], "aad_counts": [[2, 1, 1]]}, ["a"])
     assert [t["label"] for t in few["ticks"]] == ["0", "1", "2"]

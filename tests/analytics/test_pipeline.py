@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics.metrics.categorical import kappa_from_confusion, pairwise_kappa
-from analytics.pipeline import quality_process_pending, quality_rebuild, quality_stats
 from apps.annotations.models import Annotation, Assignment
 from apps.annotations.services import annotation_undo_last, annotations_submit
+from apps.categorical.quality import quality_process_pending, quality_rebuild, quality_stats
 from tests.factories import running_study
 
 LABELS = ["negative", "neutral", "positive"]

@@ -14,6 +14,8 @@ from analytics.models import Flag, QualitySnapshot, QualityState
 from analytics.selectors import latest_snapshot
 from analytics.sufficient_stats import ContinuousStats, PairwiseStats
 from apps.continuous.services import trace_finish
+from apps.preferences.models import PairSession
+from apps.preferences.selectors import replays
 from apps.preferences.services import judgement_record, pair_next
 from tests.apps.continuous.conftest import AUDIO_SECONDS, GOLD_SECONDS, make_trace_study
 from tests.apps.preferences.conftest import (
@@ -36,6 +38,11 @@ def cycling_study(monkeypatch, django_capture_on_commit_callbacks):
     setup = make_pairwise_study(n_items=7, settings={"calibration_triplets": 5, "kappa_floor": 0.4})
     careless, careful = setup.annotators
     levels = {item.pk: k for k, item in enumerate(setup.items)}
+    # A session started before the adaptive scheduler: below the floor, every pair is asked
+    # (an adaptive session ends early instead, before enough triplets for a flag).
+    session = pair_next(question=setup.question, annotator=careless).session
+    PairSession.objects.filter(pk=session.pk).update(adaptive=False)
+    replays.clear()
     with django_capture_on_commit_callbacks(execute=True):
         answer_all(setup.question, careless, cycle_maker())
         answer_all(setup.question, careful, by_level(levels))
@@ -151,13 +158,13 @@ def test_random_tracer_is_flagged_with_reasons(noisy_trace_study):
     assert "kappa_truth" in flags
     assert flags["kappa_truth"].reason.startswith("kappa_SDA vs truth ")
     assert flags["kappa_truth"].reason.endswith("1 gold items; below the floor 0.20")
-    assert "kappa" in flags
-    assert flags["kappa"].reason.startswith("kappa_SDA with others ")
+    assert "kappa_sda" in flags
+    assert flags["kappa_sda"].reason.startswith("kappa_SDA with others ")
     snapshot = latest_snapshot(question=ts.question)
     values = snapshot.indicators["values"]
     assert values["traces_done"] == [2] * 5
     assert all(0.5 < lag < 1.6 for lag in values["lag"][:-1])
-    assert min(values["kappa"][:-1]) > values["kappa"][-1]
+    assert min(values["kappa_sda"][:-1]) > values["kappa_sda"][-1]
 
 
 def test_rebuild_reproduces_the_live_trace_statistics(noisy_trace_study):
@@ -191,7 +198,10 @@ def test_a_re_recorded_trace_replaces_the_old_one(
 
 def test_dashboard_lists_and_renders_both_kinds(client, cycling_study, noisy_trace_study):
     for setup, names in (
-        (cycling_study, ("Judgements", "Transitivity kappa", "Pooled transitivity kappa")),
+        (
+            cycling_study,
+            ("Judgements", "Transitivity kappa", "Pooled transitivity kappa", "own share of ties"),
+        ),
         (noisy_trace_study, ("Traces", "kappa_SDA vs truth", "Lag behind truth (s)")),
     ):
         assert dashboard_questions(setup.study) == [setup.question]

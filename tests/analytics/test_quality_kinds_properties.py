@@ -3,10 +3,12 @@ rebuild from scratch, whatever the order of judgements, recordings and re-record
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import numpy as np
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,7 +16,9 @@ from hypothesis import strategies as st
 from analytics.models import QualityState
 from analytics.sufficient_stats import ContinuousStats, PairwiseStats
 from apps.continuous.services import trace_finish
-from apps.preferences.services import judgement_record, pair_next
+from apps.preferences.models import Judgement
+from apps.preferences.quality import quality_judgements_process
+from apps.preferences.services import judgement_record, judgement_retract, pair_next
 from tests.apps.continuous.conftest import AUDIO_SECONDS, GOLD_SECONDS, make_trace_study
 from tests.apps.preferences.conftest import make_pairwise_study
 
@@ -22,6 +26,7 @@ pytestmark = pytest.mark.django_db
 PROPERTY = settings(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
+UNDO = None
 
 
 def _stored(question, stats_class):
@@ -30,17 +35,27 @@ def _stored(question, stats_class):
 
 
 @PROPERTY
-@given(steps=st.lists(st.tuples(st.integers(0, 2), st.sampled_from([1, 0, -1])), max_size=30))
+@given(
+    steps=st.lists(
+        st.tuples(st.integers(0, 2), st.sampled_from([1, 0, -1, UNDO]), st.booleans()),
+        max_size=30,
+    )
+)
 def test_live_pairwise_statistics_equal_a_rebuild(steps, django_capture_on_commit_callbacks):
+    """Judgements and undos, each applied alone or left for a later update of any annotator."""
     setup = make_pairwise_study(
         n_items=5, n_annotators=3, settings={"calibration_triplets": 2, "audit_rate": 0.3}
     )
-    for who, outcome in steps:
+    for who, outcome, applied in steps:
         annotator = setup.annotators[who]
-        pending = pair_next(question=setup.question, annotator=annotator).pending
-        if pending is None:
-            continue
-        with django_capture_on_commit_callbacks(execute=True):  # each judgement applied alone
+        with django_capture_on_commit_callbacks(execute=applied):
+            if outcome is UNDO:
+                with contextlib.suppress(ValidationError):  # nothing left to undo
+                    judgement_retract(question=setup.question, annotator=annotator)
+                continue
+            pending = pair_next(question=setup.question, annotator=annotator).pending
+            if pending is None:
+                continue
             judgement_record(
                 question=setup.question,
                 annotator=annotator,
@@ -49,11 +64,9 @@ def test_live_pairwise_statistics_equal_a_rebuild(steps, django_capture_on_commi
                 outcome=outcome,
                 idempotency_key=uuid.uuid4(),
             )
+    quality_judgements_process(question_id=setup.question.pk)
     if not QualityState.objects.filter(question=setup.question).exists():
-        assert not steps or all(
-            pair_next(question=setup.question, annotator=a).pending is None
-            for a in setup.annotators
-        )
+        assert not Judgement.objects.filter(question=setup.question).exists()
         return
     live = _stored(setup.question, PairwiseStats)
     call_command("rebuild_quality", str(setup.study.pk), stdout=None)

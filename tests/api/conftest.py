@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from tests.api.helpers import ClientFor
@@ -18,8 +18,8 @@ def client_for(db) -> ClientFor:
     def make(user: Any = None) -> APIClient:
         client = APIClient()
         if user is not None:
-            token, _ = Token.objects.get_or_create(user=user)
-            client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+            _, token = AuthToken.objects.create(user=user)
+            client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
         return client
 
     return make

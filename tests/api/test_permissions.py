@@ -94,7 +94,7 @@ MATRIX: list[tuple[str, str, Body, tuple[int, int, int, int]]] = [
         (401, 404, 403, 200),
     ),
     ("get", S + "/memberships/", None, (401, 404, 403, 200)),
-    ("post", S + "/memberships/", lambda w: {"username": w.newcomer}, (401, 404, 403, 201)),
+    ("post", S + "/memberships/", lambda w: {"username": w.newcomer}, (401, 404, 403, 202)),
     (
         "post",
         S + "/memberships/new-annotator/",

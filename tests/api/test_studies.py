@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from apps.accounts.services import invitation_lookup
+from apps.accounts.services import invitation_join, invitation_lookup, invitation_token_hash
 from apps.studies.models import Membership, Question, Study
 from tests.api.helpers import next_assignment_id, submit
 from tests.factories import PASSWORD, SENTIMENT_LABELS, StudyFactory, UserFactory
@@ -166,6 +166,21 @@ def test_repeated_shortcut_is_a_400(study_setup, client_for) -> None:
     assert "labels" in response.data
 
 
+@pytest.mark.parametrize("shortcut", ["s", "u", "S", "U"])
+def test_the_queues_own_keys_are_refused_as_shortcuts(study_setup, client_for, shortcut) -> None:
+    """Skip (s) and undo (u) belong to the queue: the API refuses them as the page does."""
+    study, _ = study_setup
+    labels = [{"key": "a", "shortcut": shortcut}, {"key": "b", "shortcut": "2"}]
+    response = client_for(study.created_by).post(
+        f"/api/studies/{study.pk}/questions/",
+        {"key": "x", "prompt": "?", "labels": labels},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "is kept for skip (s) and undo (u)" in str(response.data["labels[0]"])
+    assert study.questions.count() == 1
+
+
 def test_question_update_keeps_labels_by_key(study_setup, client_for) -> None:
     study, _ = study_setup
     question = study.questions.get()
@@ -207,7 +222,7 @@ def test_question_of_another_study_is_404(study_setup, outsider, client_for) -> 
     assert response.status_code == 404
 
 
-def test_memberships_list_and_add_an_existing_user(study_setup, client_for) -> None:
+def test_memberships_list_and_invite_an_existing_user(study_setup, client_for) -> None:
     study, annotators = study_setup
     client = client_for(study.created_by)
     listed = client.get(f"/api/studies/{study.pk}/memberships/").data
@@ -220,19 +235,25 @@ def test_memberships_list_and_add_an_existing_user(study_setup, client_for) -> N
         {"username": colleague.username, "role": "manager"},
         format="json",
     )
-    assert response.status_code == 201
+    assert response.status_code == 202
     assert response.data["role"] == "manager"
-    assert response.data["user"] == colleague.pk
+    assert "joins the study when it accepts" in response.data["detail"]
+    assert not Membership.objects.filter(study=study, user=colleague).exists()
+    invitation = study.invitations.get()
+    invitation_join(invitation_id=invitation.pk, user=colleague)
     assert Membership.objects.get(study=study, user=colleague).role == "manager"
 
 
-def test_adding_an_unknown_user_is_a_400(study_setup, client_for) -> None:
+def test_inviting_an_unknown_user_answers_the_same(study_setup, client_for) -> None:
     study, _ = study_setup
-    response = client_for(study.created_by).post(
-        f"/api/studies/{study.pk}/memberships/", {"username": "nobody"}, format="json"
-    )
-    assert response.status_code == 400
-    assert "username" in response.data
+    client = client_for(study.created_by)
+    url = f"/api/studies/{study.pk}/memberships/"
+    known = client.post(url, {"username": UserFactory().username}, format="json")
+    unknown = client.post(url, {"username": "nobody"}, format="json")
+    assert known.status_code == unknown.status_code == 202
+    assert known.data.keys() == unknown.data.keys()
+    for field in ("role", "detail"):
+        assert known.data[field] == unknown.data[field]
 
 
 def test_new_annotator_account_can_log_in_and_gets_work(study_setup, client_for) -> None:
@@ -285,7 +306,7 @@ def test_invitation_link_is_shown_once_and_works(study_setup, client_for) -> Non
     assert url.startswith("http://testserver/invite/")
     assert url.endswith("/")
     token = url.removeprefix("http://testserver/invite/").removesuffix("/")
-    invitation = invitation_lookup(token=token)
+    invitation = invitation_lookup(token_hash=invitation_token_hash(token))
     assert invitation.pk == response.data["id"]
     assert invitation.role == "manager"
     assert token not in invitation.token_hash

@@ -7,12 +7,14 @@ flags that keep it off the network. Without ``/usr/bin/chromium`` the tests are 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from tests.browser.contexts import close_contexts
 from tests.factories import PASSWORD
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -26,6 +28,7 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+_DAPHNE: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +74,47 @@ def open_page(chromium: Browser, live_server) -> Iterator[Callable[..., Page]]:
         return context.new_page()
 
     yield open_
-    for context in contexts:
-        context.close()
+    close_contexts(contexts)
+
+
+def _start_daphne() -> str:
+    """Start daphne on a free port in a daemon thread; return its base URL."""
+    from daphne.endpoints import build_endpoint_description_strings
+    from daphne.server import Server
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    from annotate_site.asgi import application
+
+    ready = threading.Event()
+    server = Server(
+        application=ASGIStaticFilesHandler(application),
+        endpoints=build_endpoint_description_strings(host="127.0.0.1", port=0),
+        signal_handlers=False,
+        ready_callable=ready.set,
+    )
+    threading.Thread(target=server.run, daemon=True, name="daphne").start()
+    if not ready.wait(10):
+        raise RuntimeError("daphne did not start")
+    for _ in range(100):
+        if server.listening_addresses:
+            break
+        threading.Event().wait(0.05)
+    host, port = server.listening_addresses[0]
+    return f"http://{host}:{port}"
+
+
+@pytest.fixture
+def asgi_url(transactional_db) -> str:
+    """The site served by daphne (the production server), for pages that need websockets.
+
+    Daphne runs on 127.0.0.1 in a background thread of the test process: like
+    ``live_server``, it shares the test database (SQLite's shared in-memory database or
+    PostgreSQL). Twisted's reactor runs once per process, so the server lives for the session
+    and every module shares it.
+    """
+    if "url" not in _DAPHNE:
+        _DAPHNE["url"] = _start_daphne()
+    return _DAPHNE["url"]
 
 
 @pytest.fixture

@@ -1,14 +1,10 @@
 """The quality dashboard in a real browser: a manager watches it update while an annotator works.
 
-Websockets need an ASGI server, so this module serves the site with daphne (the production
-server) on 127.0.0.1 in a background thread of the test process: like pytest-django's
-``live_server``, it shares the test database (SQLite's shared in-memory database or
-PostgreSQL). Twisted's reactor runs once per process, so the server lives for the session.
+Websockets need an ASGI server: the pages come from daphne (``asgi_url``, see conftest.py).
 """
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterator
 
@@ -23,40 +19,6 @@ from tests.factories import running_study
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 LABELS = ["negative", "neutral", "positive"]
-_SERVER: dict[str, str] = {}
-
-
-def _start_daphne() -> str:
-    """Start daphne on a free port in a daemon thread; return its base URL."""
-    from daphne.endpoints import build_endpoint_description_strings
-    from daphne.server import Server
-    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-
-    from annotate_site.asgi import application
-
-    ready = threading.Event()
-    server = Server(
-        application=ASGIStaticFilesHandler(application),
-        endpoints=build_endpoint_description_strings(host="127.0.0.1", port=0),
-        signal_handlers=False,
-        ready_callable=ready.set,
-    )
-    threading.Thread(target=server.run, daemon=True, name="daphne").start()
-    if not ready.wait(10):
-        raise RuntimeError("daphne did not start")
-    for _ in range(100):
-        if server.listening_addresses:
-            break
-        threading.Event().wait(0.05)
-    host, port = server.listening_addresses[0]
-    return f"http://{host}:{port}"
-
-
-@pytest.fixture
-def asgi_url(transactional_db) -> str:
-    if "url" not in _SERVER:
-        _SERVER["url"] = _start_daphne()
-    return _SERVER["url"]
 
 
 @pytest.fixture
@@ -122,13 +84,13 @@ def test_dashboard_updates_live_when_an_annotator_submits(new_page, sign_in, scr
     screenshot(manager, "dashboard-after")
 
 
-def test_dashboard_without_javascript_and_exclude(new_page, sign_in, screenshot):
+def test_dashboard_without_javascript_and_exclude(new_page, asgi_url, sign_in, screenshot):
     study, annotators = running_study(n_items=30, n_annotators=4)
     _seed_answers(study, annotators)
     page = new_page()
     page.context.close()
     context = page.context.browser.new_context(
-        base_url=_SERVER["url"], java_script_enabled=False, viewport={"width": 1280, "height": 900}
+        base_url=asgi_url, java_script_enabled=False, viewport={"width": 1280, "height": 900}
     )
     page = context.new_page()
     sign_in(page, study.created_by.username)

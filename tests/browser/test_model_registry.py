@@ -143,3 +143,49 @@ def test_trace_run_page(open_page, sign_in, screenshot):
     expect(page.locator("svg.mr-heatmap")).to_have_count(2)
     expect(page.locator("svg.mr-map")).to_have_count(2)
     screenshot(page, "model-registry-trace-run")
+
+
+def test_manager_uploads_a_run_then_compares_it(open_page, sign_in, screenshot, registered_run):
+    sim, run = registered_run
+    page = open_page()
+    sign_in(page, sim.study.created_by.username)
+    page.goto(f"/studies/{sim.study.pk}/models/sentiment/")
+    form = page.locator("form:has(#id_predictions)")
+    form.get_by_label("Name").fill("oracle")
+    form.get_by_label("Version").fill("1")
+    form.get_by_label("Predictions").set_input_files(
+        {"name": "bad.txt", "mimeType": "text/plain", "buffer": b"{}"}
+    )
+    form.get_by_role("button", name="Upload and evaluate").click()
+    expect(page.locator("form:has(#id_predictions)")).to_contain_text("Cannot tell the format")
+
+    form = page.locator("form:has(#id_predictions)")
+    form.get_by_label("Name").fill("oracle")
+    form.get_by_label("Predictions").set_input_files(
+        {
+            "name": "oracle.jsonl",
+            "mimeType": "application/jsonl",
+            "buffer": jsonl(prediction_rows(sim, sim.ratings)).getvalue(),
+        }
+    )
+    form.get_by_role("button", name="Upload and evaluate").click()
+    expect(page.get_by_text("Registered oracle 1 and evaluated it.")).to_be_visible()
+    table = page.locator(".mr-table")
+    expect(table.get_by_role("link", name="oracle 1", exact=True)).to_be_visible()
+
+    page.get_by_label("Compare oracle 1").check()
+    page.get_by_label("Compare QuMAB-like v2").check()
+    page.get_by_role("button", name="Compare the two ticked runs").click()
+    expect(page.get_by_role("heading", name="Compare runs of sentiment")).to_be_visible()
+    dic = page.locator("#compare-table tbody tr").first  # DIC, then BAE
+    expect(dic).to_contain_text("DIC")
+    expect(dic).to_contain_text("0.000")
+    figures = latest_evaluation(run=run).figures
+    expect(dic).to_contain_text(f"{figures['dic']:.3f}")
+    heatmaps = page.locator("svg.mr-heatmap")
+    expect(heatmaps).to_have_count(2)
+    first, second = (heatmaps.nth(i).bounding_box() for i in range(2))
+    assert first is not None
+    assert second is not None
+    assert second["x"] > first["x"] + first["width"] / 2  # side by side, not stacked
+    screenshot(page, "model-registry-compare")

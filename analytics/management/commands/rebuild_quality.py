@@ -1,5 +1,5 @@
-"""``manage.py rebuild_quality [STUDY_ID ...]``: recompute quality states from scratch
-(categorical, pairwise and continuous questions)."""
+"""``manage.py rebuild_quality [STUDY_ID ...]``: recompute quality states from scratch (every
+question of a registered kind, with the kind's ``rebuild``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from analytics.pipeline import quality_rebuild
-from analytics.quality_kinds import REBUILDERS
+from apps.studies.kinds import question_kinds
 from apps.studies.models import Question, Study
 
 
@@ -26,13 +26,12 @@ class Command(BaseCommand):
             missing = set(study_ids) - set(studies.values_list("pk", flat=True))
             if missing:
                 raise CommandError(f"No study with id {', '.join(map(str, sorted(missing)))}.")
-        rebuilders = {Question.Kind.CATEGORICAL: quality_rebuild, **REBUILDERS}
         questions = Question.objects.filter(
-            study__in=studies, kind__in=list(rebuilders)
+            study__in=studies, kind__in=list(question_kinds())
         ).select_related("study")
         for question in questions:
             started = time.perf_counter()
-            rebuilders[question.kind](question_id=question.pk)
+            quality_rebuild(question_id=question.pk)
             self.stdout.write(
                 f"{question.study.name} / {question.key}: rebuilt in "
                 f"{time.perf_counter() - started:.2f} s"

@@ -8,6 +8,8 @@ from rest_framework import serializers
 
 from apps.annotations.exporting import CONTENT_TYPES
 from apps.annotations.models import Annotation, Assignment, Revision
+from apps.exchange.huggingface import LICENSES
+from apps.exchange.identity import IDENTITIES, USERNAMES
 from apps.items.api.serializers import ItemSerializer
 
 
@@ -116,7 +118,7 @@ class AnnotationSerializer(serializers.ModelSerializer):
     )
     revision = serializers.IntegerField(source="current_revision.number", read_only=True)
     time_spent_ms = serializers.IntegerField(
-        source="current_revision.time_spent_ms", read_only=True
+        source="current_revision.time_spent_ms", read_only=True, allow_null=True
     )
     updated_at = serializers.DateTimeField(source="current_revision.created_at", read_only=True)
 
@@ -159,6 +161,26 @@ class ExportQuerySerializer(serializers.Serializer):
         default=False,
         help_text="1: leave out every row of the annotators excluded on the quality dashboard.",
     )
+    annotators = serializers.ChoiceField(
+        choices=list(IDENTITIES),
+        default=USERNAMES,
+        help_text="How annotators are named: usernames, or pseudonyms (stable per study, "
+        "keyed HMAC of the username) for sharing.",
+    )
+
+
+class HuggingFaceQuerySerializer(serializers.Serializer):
+    curated = serializers.BooleanField(
+        default=True, help_text="1 (default): leave out the excluded annotators."
+    )
+    annotators = serializers.ChoiceField(
+        choices=list(IDENTITIES),
+        default=USERNAMES,
+        help_text="How annotators are named: usernames, or stable per-study pseudonyms.",
+    )
+    license = serializers.ChoiceField(
+        choices=list(LICENSES), default="other", help_text="The licence written in the card."
+    )
 
 
 class ProvenanceStudySerializer(serializers.Serializer):
@@ -177,6 +199,7 @@ class ProvenanceOptionsSerializer(serializers.Serializer):
     format = serializers.ChoiceField(choices=list(CONTENT_TYPES))
     curated = serializers.BooleanField()
     include_history = serializers.BooleanField()
+    annotators = serializers.ChoiceField(choices=list(IDENTITIES))
 
 
 class ProvenanceFileSerializer(serializers.Serializer):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db.models import Q, QuerySet
-from django.http import HttpResponseBase
+from django.http import HttpResponse, HttpResponseBase
+from drf_spectacular.plumbing import build_array_type, build_basic_type
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status
@@ -22,6 +24,7 @@ from apps.annotations.api.serializers import (
     AnnotationSerializer,
     AnnotationSubmitSerializer,
     ExportQuerySerializer,
+    HuggingFaceQuerySerializer,
     ProvenanceSerializer,
     QueueEntrySerializer,
     RevisionSerializer,
@@ -33,6 +36,9 @@ from apps.annotations.exporting import export_response, provenance
 from apps.annotations.models import Annotation, Assignment, Revision
 from apps.annotations.selectors import annotator_progress, assignment_next
 from apps.annotations.services import annotation_undo_last, annotations_submit, assignment_skip
+from apps.exchange.api import LabelStudioExportQuerySerializer
+from apps.exchange.huggingface import dataset_response
+from apps.exchange.label_studio import label_studio_config, label_studio_tasks
 from apps.studies.api.permissions import (
     STUDY_PK,
     InStudyMixin,
@@ -84,8 +90,8 @@ class AnnotationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Generi
             200: OpenApiResponse(
                 SubmissionSerializer,
                 "Replay: this idempotency key was recorded before, with the same answers; "
-                "nothing new is stored and the same revisions come back. (Two first sends "
-                "racing each other may both see 201; they still share one set of revisions.)",
+                "nothing new is stored and the same revisions come back. (Of two first sends "
+                "racing each other, one sees 201 and the other this.)",
             ),
             400: OpenApiResponse(
                 description="Invalid input, stored nothing. A bad answer is reported under "
@@ -101,17 +107,10 @@ class AnnotationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Generi
         )
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        assignment: Assignment = data["assignment"]
-        replay = Revision.objects.filter(
-            idempotency_key=data["idempotency_key"],
-            annotation__annotator=request.user,
-            annotation__item_id=assignment.item_id,
-            annotation__round=assignment.round,
-        ).exists()
         with service_fields_as({"value": "answers", "question": "answers"}):
-            revisions = annotations_submit(
+            revisions, created = annotations_submit(
                 annotator=request.user,
-                assignment=assignment,
+                assignment=data["assignment"],
                 answers=data["answers"],
                 idempotency_key=data["idempotency_key"],
                 time_spent_ms=data.get("time_spent_ms"),
@@ -119,7 +118,7 @@ class AnnotationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Generi
             )
         return Response(
             SubmissionSerializer({"revisions": revisions}).data,
-            status=status.HTTP_200_OK if replay else status.HTTP_201_CREATED,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
     @extend_schema(responses=RevisionSerializer(many=True))
@@ -185,10 +184,12 @@ class StudyAnnotationViewSet(InStudyMixin, GenericViewSet):
         responses={
             (200, "text/csv"): OpenApiTypes.STR,
             (200, "application/x-ndjson"): OpenApiTypes.STR,
+            (200, "application/vnd.apache.parquet"): OpenApiTypes.BINARY,
         },
         description="Download the study's annotations, streamed. `format` picks the file "
-        "format (this endpoint ignores `Accept`, so `?format=` is free for it). `curated=1` "
-        "leaves out the annotators excluded on the quality dashboard; "
+        "format (this endpoint ignores `Accept`, so `?format=` is free for it); Parquet has "
+        "typed columns. `curated=1` leaves out the annotators excluded on the quality "
+        "dashboard; `annotators=pseudonyms` names annotators by stable per-study pseudonyms; "
         "`export/provenance/` with the same query describes the file.",
     )
     @action(
@@ -207,6 +208,70 @@ class StudyAnnotationViewSet(InStudyMixin, GenericViewSet):
             fmt=query.validated_data["format"],
             include_history=query.validated_data["history"],
             curated=query.validated_data["curated"],
+            identity=query.validated_data["annotators"],
+        )
+
+    @extend_schema(
+        parameters=[LabelStudioExportQuerySerializer],
+        responses={
+            (200, "application/json"): build_array_type(build_basic_type(OpenApiTypes.OBJECT)),
+            (200, "application/xml"): OpenApiTypes.STR,
+        },
+        description="The study's categorical answers as Label Studio tasks (`part=tasks`: one "
+        "task per item, one annotation per annotator with `choices` results named by question "
+        "key) or the labelling configuration (XML) of a Label Studio project that imports them "
+        "(`part=config`).",
+    )
+    @action(
+        detail=False,
+        methods=["get"],
+        url_path="export/label-studio",
+        permission_classes=[IsAuthenticated, IsStudyManager],
+        content_negotiation_class=FileDownloadNegotiation,
+    )
+    def export_label_studio(self, request: Request, study_pk: str) -> HttpResponseBase:
+        """Label Studio tasks or labelling configuration. Managers only."""
+        query = LabelStudioExportQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        if query.validated_data["part"] == "config":
+            return HttpResponse(
+                label_studio_config(study=self.study),
+                content_type="application/xml; charset=utf-8",
+                headers={"Content-Disposition": 'attachment; filename="label-config.xml"'},
+            )
+        tasks = label_studio_tasks(study=self.study, identity=query.validated_data["annotators"])
+        filename = f"study-{self.study.pk}-label-studio.json"
+        return HttpResponse(
+            json.dumps(tasks, ensure_ascii=False),
+            content_type="application/json",
+            headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+        )
+
+    @extend_schema(
+        parameters=[HuggingFaceQuerySerializer],
+        responses={(200, "application/zip"): OpenApiTypes.BINARY},
+        description="The study as a Hugging Face dataset, zipped: `data/items.parquet`, one "
+        "`data/<question>.parquet` per question (features in the Parquet metadata: "
+        "categorical labels as a ClassLabel, traces as a float sequence), `README.md` (the "
+        "dataset card: questions, label schemes, annotators kept and excluded, agreement with "
+        "95 % intervals, licence, file checksums) and `provenance.json`. Curated by default.",
+    )
+    @action(
+        detail=False,
+        methods=["get"],
+        url_path="export/huggingface",
+        permission_classes=[IsAuthenticated, IsStudyManager],
+        content_negotiation_class=FileDownloadNegotiation,
+    )
+    def export_huggingface(self, request: Request, study_pk: str) -> HttpResponseBase:
+        """The Hugging Face dataset zip. Managers only."""
+        query = HuggingFaceQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return dataset_response(
+            study=self.study,
+            curated=query.validated_data["curated"],
+            identity=query.validated_data["annotators"],
+            license=query.validated_data["license"],
         )
 
     @extend_schema(
@@ -233,5 +298,6 @@ class StudyAnnotationViewSet(InStudyMixin, GenericViewSet):
             curated=query.validated_data["curated"],
             include_history=query.validated_data["history"],
             fmt=query.validated_data["format"],
+            identity=query.validated_data["annotators"],
         )
         return Response(ProvenanceSerializer(record).data)

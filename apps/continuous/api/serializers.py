@@ -8,7 +8,9 @@ from typing import Any
 from rest_framework import serializers
 
 from apps.annotations.models import Assignment
+from apps.continuous.selectors import RESUME_POINTS
 from apps.continuous.validation import EVENT_TYPES
+from apps.exchange.identity import IDENTITIES, USERNAMES
 from apps.studies.models import Question
 
 MAX_SAMPLES = 20_000
@@ -47,7 +49,9 @@ class EventSerializer(serializers.Serializer):
 
 class ChunkUploadSerializer(_InStudy):
     recording = serializers.UUIDField(help_text="Chosen by the client when recording starts.")
-    sequence = serializers.IntegerField(min_value=0, help_text="0, 1, 2 ... per recording.")
+    sequence = serializers.IntegerField(
+        min_value=0, help_text="0, 1, 2 ... per recording: increasing, numbers may be skipped."
+    )
     times = serializers.ListField(
         child=serializers.FloatField(), max_length=MAX_SAMPLES, help_text="Media times, s."
     )
@@ -63,9 +67,14 @@ class ChunkUploadSerializer(_InStudy):
 class ChunkReceiptSerializer(serializers.Serializer):
     recording = serializers.UUIDField()
     sequence = serializers.IntegerField()
-    n_samples = serializers.IntegerField()
-    last_time = serializers.FloatField()
-    next_sequence = serializers.IntegerField()
+    n_samples = serializers.IntegerField(
+        help_text="Samples stored from this chunk (those after the stored last time)."
+    )
+    last_time = serializers.FloatField(
+        help_text="Media time of the last stored sample (of this chunk, or before it when "
+        "nothing in it was new)."
+    )
+    next_sequence = serializers.IntegerField(help_text="The lowest number the next chunk may take.")
 
 
 class FinishSerializer(serializers.Serializer):
@@ -92,6 +101,14 @@ class ResumeStateSerializer(serializers.Serializer):
     last_value = serializers.FloatField(allow_null=True, help_text="Put the slider here.")
     duration = serializers.FloatField(allow_null=True)
     finished = serializers.IntegerField(help_text="Finished recordings of this item so far.")
+    times = serializers.ListField(
+        child=serializers.FloatField(),
+        help_text=f"The trace so far, to redraw: media times (s), at most {RESUME_POINTS} of "
+        "them, evenly spread, the first and the last included.",
+    )
+    values = serializers.ListField(
+        child=serializers.FloatField(), help_text="Slider values at those times."
+    )
 
 
 class TraceQuerySerializer(serializers.Serializer):
@@ -100,7 +117,13 @@ class TraceQuerySerializer(serializers.Serializer):
 
 
 class TraceExportQuerySerializer(TraceQuerySerializer):
-    format = serializers.ChoiceField(choices=["csv", "json"], default="csv")
+    format = serializers.ChoiceField(choices=["csv", "json", "jsonl", "parquet"], default="csv")
+    annotators = serializers.ChoiceField(
+        choices=list(IDENTITIES),
+        default=USERNAMES,
+        help_text="CSV, JSON Lines, Parquet: name annotators by usernames or by stable "
+        "per-study pseudonyms.",
+    )
 
 
 class TraceSerializer(serializers.Serializer):

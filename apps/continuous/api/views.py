@@ -30,15 +30,17 @@ from apps.continuous.api.serializers import (
     TraceQuerySerializer,
     TraceSerializer,
 )
-from apps.continuous.exporting import traces_csv
-from apps.continuous.models import TraceRecording
-from apps.continuous.selectors import (
-    calibration_report,
-    current_traces,
-    recording_open,
-    stimulus_duration,
+from apps.continuous.exporting import (
+    TRACE_SAMPLE_SCHEMA,
+    TRACE_SCHEMA,
+    trace_rows,
+    trace_sample_rows,
 )
+from apps.continuous.models import TraceRecording
+from apps.continuous.selectors import calibration_report, current_traces, trace_resume_state
 from apps.continuous.services import trace_chunk_store, trace_finish
+from apps.exchange import formats
+from apps.exchange.identity import annotator_names
 from apps.studies.api.permissions import (
     STUDY_PK,
     InStudyMixin,
@@ -96,17 +98,23 @@ class TraceViewSet(InStudyMixin, GenericViewSet):
     @extend_schema(
         request=ChunkUploadSerializer,
         responses={
-            201: OpenApiResponse(ChunkReceiptSerializer, "Stored."),
+            201: OpenApiResponse(
+                ChunkReceiptSerializer,
+                "Stored; leading samples at or before the stored last time were dropped "
+                "(`n_samples` counts the stored ones).",
+            ),
             200: OpenApiResponse(
                 ChunkReceiptSerializer,
-                "Replay: this (recording, sequence) was stored before with the same samples; "
-                "nothing new is stored and the same receipt comes back.",
+                "Nothing new stored: a replay of this (recording, sequence) with the same "
+                "samples (the same receipt comes back), or a chunk whose samples all lie at or "
+                "before the stored last time (`n_samples` 0).",
             ),
             400: OpenApiResponse(
                 description="Refused, nothing stored: the message under `chunk`, `sequence`, "
-                "`recording` or `duration` says why (times not increasing, outside the media, "
+                "`recording` or `duration` says why (times not increasing within the chunk, "
+                "outside the media, "
                 "values off the scale, a rate above twice the recording rate, an unexplained "
-                "gap, a sequence out of order or reused with other samples)."
+                "gap, a sequence below one already stored or reused with other samples)."
             ),
         },
     )
@@ -145,10 +153,7 @@ class TraceViewSet(InStudyMixin, GenericViewSet):
         serializer = FinishSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         uuid = serializer.validated_data["recording"]
-        replay = Revision.objects.filter(
-            idempotency_key=uuid, annotation__annotator=request.user
-        ).exists()
-        revision = trace_finish(
+        revision, created = trace_finish(
             annotator=request.user,
             recording_uuid=uuid,
             time_spent_ms=serializer.validated_data.get("time_spent_ms"),
@@ -156,31 +161,22 @@ class TraceViewSet(InStudyMixin, GenericViewSet):
         )
         return Response(
             FinishedSerializer(revision).data,
-            status=status.HTTP_200_OK if replay else status.HTTP_201_CREATED,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
     @extend_schema(parameters=[ResumeQuerySerializer], responses=ResumeStateSerializer)
     @action(detail=False, methods=["get"], permission_classes=ANNOTATOR_ONLY)
     def resume(self, request: Request, study_pk: str) -> Response:
-        """Where an interrupted recording stopped: seek there and continue with its id."""
+        """Where an interrupted recording stopped: seek there, redraw the trace so far, and
+        continue with its id."""
         query = ResumeQuerySerializer(
             data=request.query_params, context=self.get_serializer_context()
         )
         query.is_valid(raise_exception=True)
-        assignment, question = query.validated_data["assignment"], query.validated_data["question"]
-        lookup = {"question": question, "item": assignment.item, "annotator": request.user}
-        recording = recording_open(**lookup, round=assignment.round)
-        finished = TraceRecording.objects.filter(
-            **lookup, round=assignment.round, status=TraceRecording.Status.FINISHED
-        ).count()
-        state = {
-            "recording": recording.uuid if recording else None,
-            "next_sequence": recording.next_sequence if recording else 0,
-            "last_time": recording.last_time if recording else None,
-            "last_value": recording.last_value if recording else None,
-            "duration": recording.duration if recording else stimulus_duration(assignment.item),
-            "finished": finished,
-        }
+        state = trace_resume_state(
+            question=query.validated_data["question"],
+            assignment=query.validated_data["assignment"],
+        )
         return Response(ResumeStateSerializer(state).data)
 
     @extend_schema(
@@ -188,10 +184,12 @@ class TraceViewSet(InStudyMixin, GenericViewSet):
         responses={
             (200, "text/csv"): OpenApiTypes.STR,
             (200, "application/json"): TraceSerializer(many=True),
+            (200, "application/vnd.apache.parquet"): OpenApiTypes.BINARY,
         },
         description="Download a question's current traces at the analysis rate: CSV (one row "
-        "per sample) or JSON (one object per trace). This endpoint ignores `Accept`, so "
-        "`?format=` is free for it. Managers only.",
+        "per sample), JSON (one object per trace) or Parquet (one row per trace, the samples "
+        "in a float list column `values`). This endpoint ignores `Accept`, so `?format=` is "
+        "free for it. Managers only.",
     )
     @action(
         detail=False,
@@ -200,13 +198,25 @@ class TraceViewSet(InStudyMixin, GenericViewSet):
         content_negotiation_class=FileDownloadNegotiation,
     )
     def export(self, request: Request, study_pk: str) -> HttpResponseBase:
-        """Download the traces as CSV or JSON. Managers."""
+        """Download the traces as CSV, JSON or Parquet. Managers."""
         query = TraceExportQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         traces = list(self._traces(query))
         filename = f"study-{self.study.pk}-{query.validated_data['question']}-traces"
-        if query.validated_data["format"] == "csv":
-            return traces_csv(traces, filename=f"{filename}.csv")
+        fmt = query.validated_data["format"]
+        if fmt in formats.FORMATS:
+            name = annotator_names(
+                study_id=self.study.pk, identity=query.validated_data["annotators"]
+            )
+            rows, schema = trace_rows(traces, name=name), TRACE_SCHEMA
+            if fmt == "csv":
+                rows, schema = trace_sample_rows(rows), TRACE_SAMPLE_SCHEMA
+            return formats.download(
+                formats.encode(rows, columns=schema, fmt=fmt),
+                request=request,
+                fmt=fmt,
+                filename=f"{filename}.{fmt}",
+            )
         response = Response(TraceSerializer(traces, many=True).data)
         response["Content-Disposition"] = f'attachment; filename="{filename}.json"'
         return response

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.items.models import Item
@@ -10,14 +11,25 @@ from apps.items.models import Item
 class ItemSerializer(serializers.ModelSerializer):
     """An item as shown to annotators; its import metadata stays out of the API."""
 
-    media = serializers.FileField(
-        read_only=True, use_url=True, help_text="Absolute URL of the uploaded file, if any."
+    # A string, not a URLField: an item without a URL has "" here, which is no URI (schema).
+    url = serializers.CharField(
+        read_only=True, help_text="Where the media lives (an absolute URL), or empty."
+    )
+    media = serializers.SerializerMethodField(
+        help_text="Absolute URL of the uploaded file, if any (served to the study's members)."
     )
 
     class Meta:
         model = Item
         fields = ["id", "external_id", "kind", "text", "url", "media", "position"]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.URLField(allow_null=True))
+    def get_media(self, item: Item) -> str | None:
+        if not item.media:
+            return None
+        request = self.context.get("request")
+        return request.build_absolute_uri(item.media_url) if request else item.media_url
 
 
 class ImportSummarySerializer(serializers.Serializer):

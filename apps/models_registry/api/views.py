@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
+from django.http import HttpRequest
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
@@ -13,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
 
+from apps.items.uploads import limit_uploads
 from apps.models_registry.api.serializers import (
     EvaluationSerializer,
     ModelRunCreateSerializer,
@@ -37,6 +42,13 @@ class ModelRunViewSet(
     permission_classes = [IsAuthenticated, IsStudyManager]
     parser_classes = [MultiPartParser, FormParser]
 
+    def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
+        """Limit the run's files (``settings.UPLOAD_MAX_MODEL_RUN_BYTES``) before any parsing."""
+        self.upload_limits = limit_uploads(
+            request, **dict.fromkeys(UPLOAD_FIELDS, settings.UPLOAD_MAX_MODEL_RUN_BYTES)
+        )
+        return super().initialize_request(request, *args, **kwargs)
+
     def get_queryset(self) -> QuerySet[ModelRun]:
         if getattr(self, "swagger_fake_view", False):
             return ModelRun.objects.none()
@@ -54,6 +66,10 @@ class ModelRunViewSet(
                 description="Invalid run: errors keyed by field or file (`predictions`, "
                 "`features`, `attention`), each naming line and field. Nothing is stored."
             ),
+            413: OpenApiResponse(
+                description="A file is larger than the limit (`UPLOAD_MAX_MODEL_RUN_BYTES`): "
+                "errors keyed by file. Nothing is stored."
+            ),
         },
         description="Register a model run from per-annotator predictions and optional feature "
         "and attention vectors (CSV, JSON Lines or NPZ: the format comes from each file's "
@@ -61,7 +77,10 @@ class ModelRunViewSet(
         "rows. All or nothing.",
     )
     def create(self, request: Request, study_pk: str) -> Response:
-        serializer = ModelRunCreateSerializer(data=request.data)
+        serializer = ModelRunCreateSerializer(data=request.data)  # parsed through the limits
+        if self.upload_limits.refused:
+            errors = {upload.field: [str(upload)] for upload in self.upload_limits.refused}
+            return Response(errors, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         question = model_run_questions(study=self.study).filter(key=data["question"]).first()

@@ -23,6 +23,13 @@ class NextPairSerializer(serializers.Serializer):
 
 
 class JudgementSerializer(serializers.ModelSerializer):
+    retracted = serializers.SerializerMethodField(
+        help_text="Undone by the annotator (the judgement stays, out of every computation)."
+    )
+
+    def get_retracted(self, judgement: Judgement) -> bool:
+        return hasattr(judgement, "retraction")
+
     class Meta:
         model = Judgement
         fields = [
@@ -36,6 +43,8 @@ class JudgementSerializer(serializers.ModelSerializer):
             "phase",
             "contradicts",
             "time_spent_ms",
+            "side_a",
+            "retracted",
             "idempotency_key",
             "created_at",
         ]
@@ -85,6 +94,15 @@ class JudgementCreateSerializer(serializers.Serializer):
         return attrs
 
 
+class JudgementUndoSerializer(serializers.Serializer):
+    judgement = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="The judgement to undo, which must be your latest one kept; resending an id "
+        "already undone undoes nothing more. Default: your latest judgement.",
+    )
+
+
 class JudgementFilterSerializer(serializers.Serializer):
     study = serializers.IntegerField(required=False, help_text="A study id.")
     question = serializers.IntegerField(required=False, help_text="A question id.")
@@ -102,7 +120,23 @@ class AnnotatorConsistencySerializer(serializers.Serializer):
     )
     complete_triplets = serializers.IntegerField(source="consistency.n_complete")
     contradictions = serializers.IntegerField()
-    pruning = serializers.BooleanField(help_text="False once kappa fell below the floor.")
+    pruning = serializers.BooleanField(
+        help_text="False once the annotator fell below the floor (new sessions then stop early)."
+    )
+    flagged = serializers.BooleanField(
+        help_text="The manager is warned: below the floor, kappa under it, or noisy answers."
+    )
+    error_rate = serializers.FloatField(
+        help_text="Share of failed checks (triplets, re-asks): the scheduler's error estimate."
+    )
+    a_share = serializers.FloatField(
+        allow_null=True,
+        help_text="Share of decisive answers choosing the item shown as A (left); sides are "
+        "random, so about 0.5 is expected (null: no decisive answer with a recorded side).",
+    )
+    side_bias = serializers.CharField(
+        help_text='"left" or "right" when the A share differs from 0.5 (binomial p < 0.01).'
+    )
     completed = serializers.BooleanField(help_text="The ranking is complete.")
 
 
@@ -125,5 +159,10 @@ class ScoresSerializer(serializers.Serializer):
         "graph is not strongly connected."
     )
     n_judgements = serializers.IntegerField()
+    weights = serializers.DictField(
+        child=serializers.FloatField(),
+        help_text="Annotator -> weight of their judgements in the pooled Bradley-Terry fit, "
+        "(1 - 2e)^2 for their measured error rate e.",
+    )
     items = ItemScoreSerializer(many=True)
     annotators = AnnotatorConsistencySerializer(many=True)

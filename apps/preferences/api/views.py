@@ -15,6 +15,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import mixins, status
 from rest_framework.decorators import action
+from rest_framework.exceptions import APIException
 from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -26,17 +27,19 @@ from apps.preferences.api.serializers import (
     JudgementCreateSerializer,
     JudgementFilterSerializer,
     JudgementSerializer,
+    JudgementUndoSerializer,
     NextPairSerializer,
     ScoresSerializer,
 )
 from apps.preferences.models import Judgement
 from apps.preferences.selectors import (
+    ScoresTooLargeError,
     annotator_reports,
     judgements_visible_to,
     pairwise_questions,
     question_scores,
 )
-from apps.preferences.services import judgement_record, pair_next
+from apps.preferences.services import judgement_record, judgement_retract, pair_next
 from apps.studies.api.permissions import STUDY_PK, InStudyMixin, IsStudyAnnotator, IsStudyManager
 from apps.studies.models import Question
 
@@ -51,6 +54,11 @@ JUDGEMENT_FILTERS = {"study": "question__study_id", "question": "question_id"}
 
 def _finite(value: float) -> float | None:
     return None if math.isnan(value) else value
+
+
+class ScoresUnavailable(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "scores_too_large"
 
 
 @extend_schema(parameters=[STUDY_PK, QUESTION_KEY])
@@ -92,15 +100,52 @@ class StudyPairViewSet(InStudyMixin, GenericViewSet):
         }
         return Response(NextPairSerializer(pair, context=self.get_serializer_context()).data)
 
-    @extend_schema(responses=ScoresSerializer)
+    @extend_schema(
+        request=JudgementUndoSerializer,
+        responses={
+            200: OpenApiResponse(JudgementSerializer, "The judgement undone (retracted)."),
+            400: OpenApiResponse(
+                description="Nothing to undo, not your latest judgement, or the study is not "
+                "running."
+            ),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def undo(self, request: Request, study_pk: str, question_key: str) -> Response:
+        """Undo your latest judgement: its pair is the next one again (``next``).
+
+        Append-only: the judgement stays, marked ``retracted``, and every computation leaves it
+        out. Call again to go further back.
+        """
+        serializer = JudgementUndoSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        judgement = judgement_retract(
+            question=self._question(),
+            annotator=request.user,
+            judgement_id=serializer.validated_data.get("judgement"),
+        )
+        return Response(JudgementSerializer(judgement).data)
+
+    @extend_schema(
+        responses={
+            200: ScoresSerializer,
+            409: OpenApiResponse(
+                description="The question has more items than PAIRWISE_SCORES_MAX_ITEMS."
+            ),
+        }
+    )
     @action(detail=True, methods=["get"], permission_classes=[IsAuthenticated, IsStudyManager])
     def scores(self, request: Request, study_pk: str, question_key: str) -> Response:
         """Bradley-Terry strengths (pooled), count scores and consistency per annotator.
 
-        Managers only.
+        Managers only. A question over ``PAIRWISE_SCORES_MAX_ITEMS`` items (2,000 by default)
+        answers 409: its score table would need items x items matrices.
         """
         question = self._question()
-        scores = question_scores(question=question)
+        try:
+            scores = question_scores(question=question)
+        except ScoresTooLargeError as exc:
+            raise ScoresUnavailable(str(exc)) from exc
         items = [
             {
                 "item": row.item,
@@ -117,6 +162,7 @@ class StudyPairViewSet(InStudyMixin, GenericViewSet):
         data = {
             "bt_alpha": scores.alpha,
             "n_judgements": scores.n_judgements,
+            "weights": dict(scores.annotator_weights),
             "items": items,
             "annotators": annotator_reports(question=question),
         }

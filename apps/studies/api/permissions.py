@@ -1,4 +1,4 @@
-"""Membership-based access for every app's API views.
+"""Membership-based access for every app's API views (the pages' policy: apps/studies/access).
 
 Visibility comes first and is decided by scoping, not here: a study the user has no role in is
 simply not in the queryset, so its URLs answer 404 and never reveal that it exists. What a
@@ -18,29 +18,15 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import OuterRef, QuerySet, Subquery
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 
-from apps.studies.models import Membership, Study
-from apps.studies.selectors import can_create_studies, studies_for_user
-
-MEMBER_ROLES = frozenset(Membership.Role.values)
-MANAGER_ROLE = frozenset({Membership.Role.MANAGER})
-ANNOTATOR_ROLE = frozenset({Membership.Role.ANNOTATOR})
-
-
-def studies_with_role(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Study]:
-    """The user's studies, each annotated with ``role``: the user's role in it."""
-    if not user.is_authenticated:
-        return Study.objects.none()
-    role = Membership.objects.filter(study=OuterRef("pk"), user=user).values("role")[:1]
-    return studies_for_user(user=user).annotate(role=Subquery(role))
-
+from apps.studies.access import ANNOTATOR_ROLE, MANAGER_ROLE, MEMBER_ROLES
+from apps.studies.models import Study
+from apps.studies.selectors import can_create_studies, studies_with_role
 
 # For the schema of nested views without a model queryset to derive the parameter's type from.
 STUDY_PK = OpenApiParameter(

@@ -6,7 +6,6 @@ keyword arguments, and the service's ``ValidationError`` comes back as a 400.
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from apps.studies.models import Label, Membership, Question, Study
@@ -89,11 +88,9 @@ class MembershipSerializer(serializers.ModelSerializer):
 
 
 class MembershipAddSerializer(serializers.Serializer):
-    username = serializers.SlugRelatedField(
-        source="user",
-        slug_field="username",
-        queryset=get_user_model().objects.all(),
-        help_text="An existing account.",
+    username = serializers.CharField(
+        max_length=150,
+        help_text="An existing account: it is invited, and joins only when it accepts.",
     )
     role = serializers.ChoiceField(
         choices=Membership.Role.choices, default=Membership.Role.ANNOTATOR
@@ -105,3 +102,34 @@ class AnnotatorCreateSerializer(serializers.Serializer):
     password = serializers.CharField(
         write_only=True, trim_whitespace=False, style={"input_type": "password"}
     )
+
+
+class QualityFigureSerializer(serializers.Serializer):
+    """One figure with its 95 % interval (``None`` until computed) and its evidence."""
+
+    value = serializers.FloatField(allow_null=True)
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+    evidence = serializers.IntegerField(allow_null=True)
+    unit = serializers.CharField()
+
+
+class AnnotatorQualitySerializer(serializers.Serializer):
+    annotator = serializers.IntegerField(help_text="User id.")
+    indicators = serializers.DictField(child=QualityFigureSerializer())
+
+
+class IntervalsComputedSerializer(serializers.Serializer):
+    computed_at = serializers.DateTimeField()
+    n_answers = serializers.IntegerField(help_text="Answers the intervals rest on.")
+
+
+class QualityRecordSerializer(serializers.Serializer):
+    """A question's latest quality figures (schema of ``GET .../questions/{id}/quality/``)."""
+
+    updated_at = serializers.DateTimeField()
+    n_annotations = serializers.IntegerField()
+    intervals = IntervalsComputedSerializer(allow_null=True)
+    annotators = AnnotatorQualitySerializer(many=True)
+    study = serializers.DictField(child=QualityFigureSerializer())
+    flags = serializers.ListField(child=serializers.DictField())

@@ -137,7 +137,8 @@ def test_pairwise_kappa_equals_loop_of_sklearn(seed, weights):
             labels = np.arange(4)  # code distances (see test_weighted_kappa_uses_code_distances)
             expected = _sklearn_kappa(ratings[k], ratings[l], weights, labels=labels)
             assert got[k, l] == pytest.approx(expected, abs=1e-12, nan_ok=True)
-    np.testing.assert_array_equal(np.diag(got), 1.0)
+    # the diagonal: 1 for annotators with enough ratings, nan for annotator 6 (3 ratings)
+    np.testing.assert_array_equal(np.diag(got), [1.0] * 6 + [np.nan])
 
 
 def test_pairwise_confusion_counts_each_pair_on_its_overlap():
@@ -165,9 +166,21 @@ def test_pairwise_kappa_degenerate():
     disjoint = np.array([[0, 1, np.nan, np.nan], [np.nan, np.nan, 0, 1]])
     assert np.isnan(pairwise_kappa(disjoint)[0, 1])
     one_item = np.array([[0.0], [1.0]])
-    np.testing.assert_array_equal(pairwise_kappa(one_item), [[1.0, np.nan], [np.nan, 1.0]])
+    assert np.isnan(pairwise_kappa(one_item)).all()  # under min_overlap, self included
+    np.testing.assert_array_equal(pairwise_kappa(one_item, min_overlap=1), [[1.0, 0.0], [0.0, 1.0]])
     nothing = np.full((3, 4), np.nan)
-    assert np.isnan(pairwise_kappa(nothing)[~np.eye(3, dtype=bool)]).all()
+    assert np.isnan(pairwise_kappa(nothing)).all()
+
+
+def test_pairwise_kappa_leaves_out_members_without_labels():
+    # a member who labelled nothing has no row: not even self-agreement on the diagonal
+    rng = np.random.default_rng(3)
+    ratings = _random_study(rng, 4, 50, 3, p_missing=0.2)
+    with_idle = np.vstack([ratings, np.full(50, np.nan)])
+    got = pairwise_kappa(with_idle)
+    np.testing.assert_array_equal(got[:4, :4], pairwise_kappa(ratings))
+    assert np.isnan(got[4]).all()
+    assert np.isnan(got[:, 4]).all()
 
 
 def test_sparse_and_negative_codes_give_the_same_kappas():

@@ -117,3 +117,25 @@ def test_relabelling_permutes_the_fit(seed, permutation):
     fit, refit = dawid_skene(ratings), dawid_skene(relabelled)
     np.testing.assert_allclose(refit.posteriors[:, perm], fit.posteriors, atol=1e-9)
     np.testing.assert_allclose(refit.competence, fit.competence, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_default_fit_is_the_converged_fit(seed):
+    # a run to exhaustion (no tolerance) is the reference: the default stopping rule must land
+    # within 1e-6 of it, not merely where the log-likelihood gain became small
+    rng = np.random.default_rng(seed)
+    ratings, _, _ = _simulate(rng, n_annotators=6, n_items=300, n_labels=4, per_item=3)
+    fit = dawid_skene(ratings)
+    exhausted = dawid_skene(ratings, max_iter=20_000, tol=0.0)
+    assert fit.converged
+    assert fit.n_iter < 2000
+    np.testing.assert_allclose(fit.competence, exhausted.competence, atol=1e-6)
+    np.testing.assert_allclose(fit.posteriors, exhausted.posteriors, atol=1e-5)
+
+
+def test_reports_when_it_did_not_converge():
+    rng = np.random.default_rng(0)
+    ratings, _, _ = _simulate(rng, n_annotators=6, n_items=300, n_labels=4, per_item=3)
+    fit = dawid_skene(ratings, max_iter=3)
+    assert fit.n_iter == 3
+    assert not fit.converged

@@ -39,8 +39,13 @@ def test_dic_and_bae_formulas_with_nan_rule():
     m_pred = np.array([[1.0, 0.2, 0.5], [0.2, 1.0, np.nan], [0.5, np.nan, 1.0]])
     both = ~np.isnan(m) & ~np.isnan(m_pred)  # diagonal and (0, 1), (1, 0)
     expected = np.linalg.norm((m - m_pred)[both]) / np.linalg.norm(m[both])
-    assert dic(m, m_pred) == pytest.approx(expected)
     assert bae(m_pred, m) == pytest.approx(1 - expected)
+    # DIC: (1, 2) and (2, 1) are defined for the humans (0.3) but not for the model: each
+    # counts as the farthest value of kappa's range, -1, a difference of 1.3
+    defined = ~np.isnan(m)
+    penalised = np.where(np.isnan(m_pred), -1.0, m_pred)
+    expected_dic = np.linalg.norm((m - penalised)[defined]) / np.linalg.norm(m[defined])
+    assert dic(m, m_pred) == pytest.approx(expected_dic)
     assert np.isnan(dic(np.full((2, 2), np.nan), np.eye(2)))
     assert np.isnan(dic(np.zeros((2, 2)), np.eye(2)))
 
@@ -48,6 +53,8 @@ def test_dic_and_bae_formulas_with_nan_rule():
 def test_dic_bad_input():
     with pytest.raises(ValueError, match=r"same shape; got \(2, 2\) and \(3, 3\)"):
         dic(np.eye(2), np.eye(3))
+    with pytest.raises(ValueError, match="bound must be positive"):
+        dic(np.eye(2), np.eye(2), bound=0)
     with pytest.raises(ValueError, match="m_true must be a square matrix"):
         dic(np.ones((2, 3)), np.eye(2))
     with pytest.raises(ValueError, match="s_model must be a square matrix"):
@@ -147,3 +154,35 @@ def test_bae_baselines():
     )
     with pytest.raises(ValueError, match="dim and n_repeats must be at least 1"):
         bae_random_baseline(s, dim=0)
+
+
+def test_dic_does_not_reward_a_constant_model():
+    # a model giving everyone one label leaves every predicted pair kappa undefined (p_e = 1);
+    # dropping those cells scored it DIC 0 and first on the leaderboard
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 3, 200)
+    ratings = np.array(
+        [np.where(rng.random(200) < 0.8, truth, rng.integers(0, 3, 200)) for _ in range(5)],
+        dtype=float,
+    )
+    m_true = pairwise_kappa(ratings)
+    constant = pairwise_kappa(np.zeros_like(ratings))
+    assert np.isnan(constant[~np.eye(5, dtype=bool)]).all()
+    assert dic(m_true, constant) > dic_random_baseline(ratings)
+    # partially constant: two annotators' predictions constant, the rest perfect
+    partial = ratings.copy()
+    partial[:2] = 0.0
+    assert 0 < dic(m_true, pairwise_kappa(partial)) < dic(m_true, constant)
+
+
+def test_dic_ignores_members_without_labels():
+    # the emotions demo's ann1 answered nothing; a row of nan must not move DIC
+    rng = np.random.default_rng(1)
+    ratings = rng.integers(0, 3, (4, 80)).astype(float)
+    predicted = rng.integers(0, 3, (4, 80)).astype(float)
+    idle = np.full((1, 80), np.nan)
+    plain = dic(pairwise_kappa(ratings), pairwise_kappa(predicted))
+    padded = dic(
+        pairwise_kappa(np.vstack([ratings, idle])), pairwise_kappa(np.vstack([predicted, idle]))
+    )
+    assert padded == pytest.approx(plain, abs=1e-15)

@@ -11,6 +11,7 @@ from scipy.stats import median_abs_deviation
 from analytics.metrics import (
     agglomerative_order,
     flag_outliers,
+    flag_with_intervals,
     landis_koch_band,
     mean_with_others,
     robust_z,
@@ -156,3 +157,120 @@ def test_agglomerative_order_groups_blocks():
 )
 def test_landis_koch_bands(kappa, band):
     assert landis_koch_band(kappa) == band
+
+
+# --- flags as statistical statements (flag_with_intervals) ---------------------------------------
+
+
+@st.composite
+def _team(draw, min_size=2, max_size=14):
+    """Annotators' estimates with intervals around them and evidence counts."""
+    m = draw(st.integers(min_size, max_size))
+    value = st.floats(-0.5, 1.0, allow_nan=False)
+    half = st.floats(0.0, 0.4, allow_nan=False)
+    estimate = np.array(draw(st.lists(value, min_size=m, max_size=m)))
+    below = np.array(draw(st.lists(half, min_size=m, max_size=m)))
+    above = np.array(draw(st.lists(half, min_size=m, max_size=m)))
+    evidence = np.array(draw(st.lists(st.integers(0, 300), min_size=m, max_size=m)))
+    return estimate, estimate - below, estimate + above, evidence
+
+
+def _flagged(team, **options):
+    options = {"min_evidence": 20, "floor": 0.2, **options}
+    return {f.annotator: f for f in flag_with_intervals(*team, **options)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(_team(), st.randoms(use_true_random=False))
+def test_interval_flags_do_not_depend_on_the_annotators_order(team, random):
+    order = list(range(team[0].size))
+    random.shuffle(order)
+    before = _flagged(team)
+    after = _flagged(tuple(part[order] for part in team))
+    assert {order[k] for k in after} == set(before)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_team())
+def test_interval_flags_need_evidence_and_a_wholly_bad_interval(team):
+    _, low, high, evidence = team
+    for k, flag in _flagged(team).items():
+        assert evidence[k] >= 20
+        assert flag.rule in ("floor", "robust_z", "separated")
+        if flag.rule == "floor":
+            assert high[k] < 0.2
+        assert f"[{low[k]:.2f}, {high[k]:.2f}]" in flag.reason
+
+
+@settings(max_examples=200, deadline=None)
+@given(_team(), st.integers(0, 13), st.floats(0.0, 0.5))
+def test_a_wider_interval_never_creates_a_flag(team, k, extra):
+    """Less certainty about an annotator never makes the evidence against them stronger."""
+    estimate, low, high, evidence = team
+    k %= estimate.size
+    wider = (estimate, low.copy(), high.copy(), evidence)
+    wider[1][k] -= extra
+    wider[2][k] += extra
+    assert k in _flagged(team) or k not in _flagged(wider)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_team())
+def test_high_bad_side_mirrors_low(team):
+    estimate, low, high, evidence = team
+    mirrored = (-estimate, -high, -low, evidence)
+    low_side = _flagged(team, floor=0.2)
+    high_side = _flagged(mirrored, floor=-0.2, bad_side="high")
+    assert {k: f.rule for k, f in low_side.items()} == {k: f.rule for k, f in high_side.items()}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(3, 7), st.floats(0.3, 0.7), st.floats(1e-4, 4e-3))
+def test_small_team_with_overlapping_intervals_is_not_flagged(m, centre, spread):
+    """Colleagues who agree almost exactly give a tiny MAD and a huge robust z for anyone a
+    little apart (AAD z = 23.4 on 5 annotators); with overlapping intervals nobody is flagged."""
+    estimate = centre + spread * np.arange(m)
+    estimate[-1] = centre - 0.08  # robust z in the tens
+    assert robust_z(estimate)[-1] < -3.5
+    flags = flag_with_intervals(
+        estimate, estimate - 0.1, estimate + 0.1, np.full(m, 100), min_evidence=20
+    )
+    assert flags == []
+    separated = estimate.copy()
+    separated[-1] = centre - 0.3
+    flags = flag_with_intervals(
+        separated, separated - 0.1, separated + 0.1, np.full(m, 100), min_evidence=20
+    )
+    assert [(f.annotator, f.rule) for f in flags] == [(m - 1, "separated")]
+
+
+def test_large_team_uses_robust_z_and_the_others_median():
+    rng = np.random.default_rng(5)
+    estimate = rng.normal(0.6, 0.03, 12)
+    estimate[4] = 0.35
+    evidence = np.full(12, 200)
+    flags = flag_with_intervals(
+        estimate, estimate - 0.08, estimate + 0.08, evidence, min_evidence=20, name="kappa"
+    )
+    assert [(f.annotator, f.rule) for f in flags] == [(4, "robust_z")]
+    assert "robust z" in flags[0].reason
+    assert "among 12 annotators" in flags[0].reason
+    # the same z with an interval reaching the others' median is not a flag
+    wide = flag_with_intervals(estimate, estimate - 0.3, estimate + 0.3, evidence, min_evidence=20)
+    assert wide == []
+    # AAD: high is bad
+    aad = 1.0 - estimate
+    flags = flag_with_intervals(
+        aad, aad - 0.08, aad + 0.08, evidence, min_evidence=20, bad_side="high", name="AAD"
+    )
+    assert [(f.annotator, f.rule) for f in flags] == [(4, "robust_z")]
+    assert "above the others' median" in flags[0].reason
+
+
+def test_interval_flag_validation():
+    with pytest.raises(ValueError, match="bad_side"):
+        flag_with_intervals([1.0], [0.0], [2.0], [5], min_evidence=1, bad_side="up")
+    with pytest.raises(ValueError, match="one length"):
+        flag_with_intervals([1.0, 2.0], [0.0], [2.0], [5], min_evidence=1)
+    with pytest.raises(ValueError, match="z_threshold"):
+        flag_with_intervals([1.0], [0.0], [2.0], [5], min_evidence=1, z_threshold=-3.5)

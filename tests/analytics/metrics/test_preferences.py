@@ -18,8 +18,13 @@ from analytics.metrics.preferences import (
     audit_contradictions,
     bradley_terry,
     count_scores,
+    refine_ranking,
+    reliability_weight,
+    side_bias,
+    transitivity_chance,
     transitivity_kappa,
     transitivity_kappa_from_counts,
+    transitivity_kappa_upper,
     triplet_counts,
 )
 
@@ -390,3 +395,138 @@ def test_bradley_terry_regularised_is_finite_and_centred(judgements):
     assert np.all(np.isfinite(fit.log_strengths))
     assert np.all(fit.se > 0)
     assert fit.log_strengths.sum() == pytest.approx(0.0, abs=1e-9)
+
+
+# --- chance level of transitivity kappa from the annotator's own tie rate ---------------------
+
+
+@pytest.mark.parametrize("tie_rate", [0.0, 0.1, 1 / 3, 0.55, 0.9])
+def test_transitivity_chance_equals_brute_force_enumeration(tie_rate):
+    # every outcome combination of a triplet's three pairs, weighted by its probability
+    q = (1 - tie_rate) / 2
+    prob = {1: q, -1: q, 0: tie_rate}
+    total = 0.0
+    for outcomes in product((1, -1, 0), repeat=3):
+        judgements = [("x", "y", outcomes[0]), ("y", "z", outcomes[1]), ("x", "z", outcomes[2])]
+        transitive, complete = triplet_counts(judgements)
+        assert complete == 1
+        total += transitive * np.prod([prob[o] for o in outcomes])
+    assert transitivity_chance(tie_rate) == pytest.approx(total, abs=1e-12)
+
+
+@pytest.mark.parametrize("tie_rate", [0.0, 0.15, 1 / 3, 0.6])
+def test_a_random_annotator_sits_near_zero_whatever_their_tie_rate(tie_rate):
+    # simulation: random answers on every pair of 14 items (364 triplets), sides at random
+    rng = np.random.default_rng(7)
+    observed, amidei = [], []
+    for _ in range(200):
+        judgements = []
+        for a, b in combinations(range(14), 2):
+            outcome = 0 if rng.random() < tie_rate else int(rng.choice([1, -1]))
+            judgements.append((a, b, outcome) if rng.random() < 0.5 else (b, a, -outcome))
+        observed.append(transitivity_kappa(judgements, chance="observed"))
+        amidei.append(transitivity_kappa(judgements))
+    assert abs(np.mean(observed)) < 0.03
+    if tie_rate == 0.0:  # the defect: never pressing "equal" scored about 0.52 against 13/27
+        assert np.mean(amidei) == pytest.approx(0.52, abs=0.03)
+
+
+def test_transitivity_chance_bad_input_and_all_ties():
+    with pytest.raises(ValueError, match=r"tie_rate must be in \[0, 1\]"):
+        transitivity_chance(1.5)
+    with pytest.raises(ValueError, match="chance must be"):
+        transitivity_kappa([("a", "b", 1)], chance="uniform")
+    all_ties = [("a", "b", 0), ("b", "c", 0), ("a", "c", 0)]
+    assert np.isnan(transitivity_kappa(all_ties, chance="observed"))  # P(E) = 1
+    assert transitivity_kappa(all_ties) == 1.0
+
+
+# ------------------------------------------------------------------ adaptive scheduling
+
+
+def kemeny_cost(groups, judgements):
+    """Disagreements |outcome - relation| of a weak order with the judgements (oracle)."""
+    rank = {item: r for r, group in enumerate(groups) for item in group}
+    return sum(abs(o - ((rank[a] < rank[b]) - (rank[a] > rank[b]))) for a, b, o in judgements)
+
+
+def test_refine_ranking_pulls_a_misplaced_item_back():
+    # 0 > 1 > ... > 5 truly; one wrong answer put 5 on top, later answers say otherwise.
+    judgements = [(5, 0, 1), (1, 5, 1), (2, 5, 1), (3, 5, 1), (4, 5, 1), (0, 1, 1), (1, 2, 1)]
+    judgements += [(2, 3, 1), (3, 4, 1)]
+    start = [[5], [0], [1], [2], [3], [4]]
+    refined = refine_ranking(start, judgements)
+    assert refined == [[0], [1], [2], [3], [4], [5]]
+    assert kemeny_cost(refined, judgements) < kemeny_cost(start, judgements)
+
+
+def test_refine_ranking_keeps_ties_and_weights():
+    assert refine_ranking([["a", "b"], ["c"]], [("a", "b", 0), ("b", "c", 1)]) == [
+        ["a", "b"],
+        ["c"],
+    ]
+    judgements = [("a", "b", 1), ("b", "a", 1)]
+    assert refine_ranking([["a"], ["b"]], judgements, weights=[1, 3]) == [["b"], ["a"]]
+    assert refine_ranking([["a"], ["b"]], judgements, weights=[3, 1]) == [["a"], ["b"]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.permutations(range(6)),
+    st.lists(
+        st.tuples(st.integers(0, 5), st.integers(0, 5), st.sampled_from([1, 0, -1])),
+        max_size=25,
+    ),
+)
+def test_refine_ranking_never_disagrees_more_than_its_start(order, raw):
+    judgements = [(a, b, o) for a, b, o in raw if a != b]
+    start = [[item] for item in order]
+    refined = refine_ranking(start, judgements)
+    assert sorted(i for group in refined for i in group) == list(range(6))
+    assert kemeny_cost(refined, judgements) <= kemeny_cost(start, judgements)
+
+
+def test_kappa_upper_bound_covers_the_estimate_and_narrows():
+    point = transitivity_kappa_from_counts(30, 40, tie_rate=0.2)
+    small = transitivity_kappa_upper(30, 40, tie_rate=0.2)
+    large = transitivity_kappa_upper(300, 400, tie_rate=0.2)
+    assert point < large < small <= 1
+    assert transitivity_kappa_upper(30, 40, tie_rate=0.2, level=0.5) == pytest.approx(
+        point, abs=0.02
+    )
+    with pytest.raises(ValueError, match="level"):
+        transitivity_kappa_upper(1, 2, level=1.0)
+
+
+def test_bradley_terry_weights_count_judgements_that_many_times():
+    first = [("a", "b", 1), ("b", "c", 1), ("c", "a", 1), ("a", "c", 0)]
+    second = [("b", "a", 1), ("c", "b", 1), ("a", "c", 1)]
+    doubled = bradley_terry({"x": first + first, "y": second})
+    weighted = bradley_terry({"x": first, "y": second}, weights={"x": 2.0, "y": 1.0})
+    np.testing.assert_allclose(weighted.log_strengths, doubled.log_strengths, atol=1e-8)
+    np.testing.assert_allclose(weighted.se, doubled.se, atol=1e-8)
+    extra = [*second, ("a", "b", 1)]
+    alone = bradley_terry({"y": extra}, items=["a", "b", "c"])
+    silenced = bradley_terry(
+        {"x": first, "y": extra}, items=["a", "b", "c"], weights={"x": 0.0, "y": 1.0}
+    )
+    np.testing.assert_allclose(silenced.log_strengths, alone.log_strengths, atol=1e-8)
+    with pytest.raises(ValueError, match="mapping"):
+        bradley_terry(first, weights={"x": 1.0})
+    with pytest.raises(ValueError, match=">= 0"):
+        bradley_terry({"x": first}, weights={"x": -1.0})
+
+
+def test_reliability_weight():
+    assert reliability_weight(0.0) == 1.0
+    assert reliability_weight(0.1) == pytest.approx(0.64)
+    assert reliability_weight(0.5) == reliability_weight(0.9) == 0.0
+    with pytest.raises(ValueError, match="error_rate"):
+        reliability_weight(1.5)
+
+
+def test_side_bias():
+    assert side_bias(50, 50).p_value == pytest.approx(1.0)
+    assert side_bias(80, 20).share_a == 0.8
+    assert side_bias(80, 20).p_value < 1e-8
+    assert math.isnan(side_bias(0, 0).share_a)

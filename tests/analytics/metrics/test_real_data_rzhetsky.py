@@ -98,3 +98,13 @@ def test_dawid_skene_competences_are_sane_and_stable(ratings):
     # the annotator the model trusts least also agrees least with the others (kappa)
     kappa = pairwise_kappa(ratings, min_overlap=MIN_OVERLAP)
     assert spearmanr(fit.competence, mean_with_others(kappa)).statistic > 0.5
+
+
+def test_dawid_skene_stops_at_the_converged_fit(ratings):
+    # the former rule (log-likelihood gain < 1e-6 |LL|) stopped at iteration 87, up to 0.008
+    # away in competence from the converged fit; the reference runs EM to exhaustion
+    fit = dawid_skene(ratings)
+    exhausted = dawid_skene(ratings, max_iter=20_000, tol=0.0)
+    assert fit.converged
+    assert 87 < fit.n_iter < 2000
+    np.testing.assert_allclose(fit.competence, exhausted.competence, atol=1e-6)

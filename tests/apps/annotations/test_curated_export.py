@@ -114,7 +114,12 @@ def test_provenance_counts_reasons_and_flags(curated):
     study, ann0, ann1, _ = curated
     record = provenance(study=study, curated=True, include_history=False, fmt="jsonl")
     assert record["study"] == {"id": study.pk, "name": study.name, "status": "running"}
-    assert record["options"] == {"format": "jsonl", "curated": True, "include_history": False}
+    assert record["options"] == {
+        "format": "jsonl",
+        "curated": True,
+        "include_history": False,
+        "annotators": "usernames",
+    }
     assert record["generated_at"].endswith("+00:00")
     assert record["software"]["name"] == "annotation-studio"
     assert record["software"]["version"]
@@ -241,12 +246,12 @@ def test_anonymous_users_are_sent_to_log_in(client, curated):
         assert response.url.startswith(reverse("login"))
 
 
-def test_outsiders_and_annotators_get_404(client, curated, outsider):
+def test_outsiders_get_404_and_annotators_403(client, curated, outsider):
     study, _, ann1, _ = curated
-    for user in (outsider, ann1):
+    for user, status in ((outsider, 404), (ann1, 403)):
         client.force_login(user)
         for url in curated_urls(study):
-            assert client.get(url).status_code == 404
+            assert client.get(url).status_code == status
 
 
 def test_overview_offers_the_curated_downloads(client, curated):
@@ -311,7 +316,12 @@ def test_command_writes_the_file_and_its_provenance(curated, tmp_path: Path):
     data = output.read_bytes()
     record = json.loads((tmp_path / "curated.csv.provenance.json").read_text())
     assert record["file"]["sha256"] == hashlib.sha256(data).hexdigest()
-    assert record["options"] == {"format": "csv", "curated": True, "include_history": False}
+    assert record["options"] == {
+        "format": "csv",
+        "curated": True,
+        "include_history": False,
+        "annotators": "usernames",
+    }
     assert ann0.username.encode() not in data
     assert data == b"".join(export_bytes(study=study, fmt="csv", curated=True))
     assert "5 of 7 rows" in out.getvalue()

@@ -69,8 +69,7 @@ def test_current_rows_hold_each_live_answer_once(answered):
     assert (row["question"], row["item"], row["round"]) == ("sentiment", first_item.external_id, 1)
     assert row["value"] == {"label": "negative"}
     assert (row["time_spent_ms"], row["source"]) == (300, "ui")
-    assert row["created_at"].startswith("20")
-    assert "T" in row["created_at"]
+    assert row["created_at"].tzinfo is not None
 
 
 def test_history_has_every_revision_including_retractions(answered):
@@ -108,7 +107,7 @@ def test_streams_come_in_chunks_of_bounded_size():
     )
     chunks = list(stream_csv(rows))
     assert len(chunks) == 3
-    assert chunks[0].count("\n") == ROWS_PER_CHUNK + 1  # the header rides with the first chunk
+    assert chunks[0].count("\n") == ROWS_PER_CHUNK  # the header is the first chunk's first line
     lines = list(stream_jsonl({"n": n} for n in range(ROWS_PER_CHUNK + 1)))
     assert [chunk.count("\n") for chunk in lines] == [ROWS_PER_CHUNK, 1]
 

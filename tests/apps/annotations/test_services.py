@@ -23,13 +23,14 @@ from tests.factories import ItemFactory, UserFactory, running_study
 def submit(study, user, label, *, key=None):
     assignment = assignment_next(annotator=user, study=study)
     question = study.questions.get()
-    return assignment, annotations_submit(
+    revisions, _ = annotations_submit(
         annotator=user,
         assignment=assignment,
         answers={question: {"label": label}},
         idempotency_key=key or uuid.uuid4(),
         time_spent_ms=1200,
     )
+    return assignment, revisions
 
 
 def test_submit_completes_assignment_and_advances(study_setup):
@@ -47,13 +48,14 @@ def test_same_key_twice_makes_one_revision(study_setup):
     study, (ann, *_) = study_setup
     key = uuid.uuid4()
     assignment, (rev1,) = submit(study, ann, "neutral", key=key)
-    (rev2,) = annotations_submit(
+    (rev2,), created = annotations_submit(
         annotator=ann,
         assignment=assignment,
         answers={study.questions.get(): "neutral"},
         idempotency_key=key,
     )
     assert rev1.pk == rev2.pk
+    assert not created
     assert Revision.objects.count() == 1
 
 
@@ -73,12 +75,13 @@ def test_same_key_different_answer_is_refused(study_setup):
 def test_edit_appends_a_revision_and_latest_counts(study_setup):
     study, (ann, *_) = study_setup
     assignment, (rev1,) = submit(study, ann, "neutral")
-    (rev2,) = annotations_submit(
+    (rev2,), created = annotations_submit(
         annotator=ann,
         assignment=assignment,
         answers={study.questions.get(): "negative"},
         idempotency_key=uuid.uuid4(),
     )
+    assert created
     annotation = Annotation.objects.get()
     assert [r.number for r in annotation.revisions.all()] == [1, 2]
     assert annotation.current_revision == rev2

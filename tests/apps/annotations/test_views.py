@@ -59,10 +59,10 @@ def test_outsider_gets_404(client, study_setup, outsider):
     assert client.post(queue_url(study), {}).status_code == 404
 
 
-def test_manager_who_is_not_annotator_gets_404(client, study_setup, manager):
+def test_manager_who_is_not_annotator_gets_403(client, study_setup, manager):
     study, _ = study_setup
     client.force_login(manager)
-    assert client.get(queue_url(study)).status_code == 404
+    assert client.get(queue_url(study)).status_code == 403
 
 
 # ---------- The page ----------
@@ -344,4 +344,4 @@ def test_manager_downloads_annotations(annotator_client, manager, fmt, content_t
 
 def test_annotators_cannot_download(annotator_client):
     client, study, _ = annotator_client
-    assert client.get(reverse("annotations:export", args=[study.pk, "csv"])).status_code == 404
+    assert client.get(reverse("annotations:export", args=[study.pk, "csv"])).status_code == 403

@@ -8,7 +8,7 @@ import uuid
 
 import numpy as np
 import pytest
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from apps.continuous.models import TraceChunk
@@ -19,8 +19,8 @@ from tests.factories import PASSWORD, UserFactory
 def client_for(user=None) -> APIClient:
     client = APIClient()
     if user is not None:
-        token, _ = Token.objects.get_or_create(user=user)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        _, token = AuthToken.objects.create(user=user)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     return client
 
 
@@ -67,10 +67,17 @@ def test_upload_resume_finish_list_and_export(trace_study):
     assert TraceChunk.objects.count() == 1
 
     bad = client.post(
-        f"{base}chunks/", {**body, "sequence": 1, "times": [0.1], "values": [0.5]}, format="json"
+        f"{base}chunks/",
+        {**body, "sequence": 1, "times": [0.3, 0.3], "values": [0.5, 0.5]},
+        format="json",
     )
     assert bad.status_code == 400
     assert "increase strictly" in bad.data["chunk"][0]
+    stale = client.post(
+        f"{base}chunks/", {**body, "sequence": 1, "times": [0.1], "values": [0.5]}, format="json"
+    )
+    assert stale.status_code == 200  # already covered by what is stored: nothing new
+    assert stale.data == {**first.data, "sequence": 1, "n_samples": 0}
 
     query = {"assignment": body["assignment"], "question": "arousal"}
     state = client.get(f"{base}resume/", query).data
@@ -79,6 +86,8 @@ def test_upload_resume_finish_list_and_export(trace_study):
     assert state["last_time"] == pytest.approx(0.2)
     assert state["last_value"] == pytest.approx(0.7)
     assert state["duration"] == AUDIO_SECONDS
+    assert state["times"] == pytest.approx([0, 0.1, 0.2])
+    assert state["values"] == pytest.approx([0.5, 0.6, 0.7])
 
     finished = record_through_api(ts, annotator)
     mine = client.get(base, {"question": "arousal"}).data["results"]
@@ -90,7 +99,7 @@ def test_upload_resume_finish_list_and_export(trace_study):
     exported = manager.get(f"{base}export/", {"question": "arousal", "format": "csv"})
     assert exported.status_code == 200
     assert exported["Content-Type"].startswith("text/csv")
-    rows = list(csv.DictReader(io.StringIO(exported.content.decode())))
+    rows = list(csv.DictReader(io.StringIO(b"".join(exported.streaming_content).decode())))
     assert len(rows) == 21
     assert rows[-1]["time"] == "20"
     assert rows[-1]["value"] == "0.25"

@@ -214,7 +214,7 @@ def test_media_names_refer_to_uploaded_files(study, settings, tmp_path):
     item = study.items.get()
     assert item.media.name.endswith(".png")
     assert item.media.read() == b"\x89PNG fake"
-    renamed = SimpleUploadedFile("cat2.png", b"second", content_type="image/png")
+    renamed = SimpleUploadedFile("cat2.png", b"\x89PNG second", content_type="image/png")
     items_import(
         study=study,
         stream=csv_stream("external_id,kind,media", "c1,image,cat2.png"),
@@ -222,7 +222,7 @@ def test_media_names_refer_to_uploaded_files(study, settings, tmp_path):
         files={"cat2.png": renamed},
     )
     item.refresh_from_db()
-    assert item.media.read() == b"second"
+    assert item.media.read() == b"\x89PNG second"
 
 
 def test_new_items_of_a_running_study_reach_the_queues(study_setup):

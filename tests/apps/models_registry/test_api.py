@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from apps.models_registry.models import ModelRun
 from apps.studies.models import Membership
@@ -28,8 +28,8 @@ def _files(sim, codes=None, name: str = "predictions.jsonl") -> dict:
 
 
 def _as(api_client, user) -> None:
-    token, _ = Token.objects.get_or_create(user=user)
-    api_client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    _, token = AuthToken.objects.create(user=user)
+    api_client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
 
 
 @pytest.fixture

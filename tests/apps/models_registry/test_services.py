@@ -126,7 +126,7 @@ def test_recompute_skips_unchanged_and_recent_runs_and_keeps_history(sim, regist
 def test_the_live_pipeline_re_evaluates_runs_when_answers_change(
     sim, register, settings, django_capture_on_commit_callbacks
 ):
-    from analytics.pipeline import quality_process_pending
+    from apps.categorical.quality import quality_process_pending
 
     run = register("oracle", sim.ratings)
     settings.MODEL_REGISTRY_RECOMPUTE_INTERVAL = 0
@@ -146,3 +146,14 @@ def test_the_live_pipeline_re_evaluates_runs_when_answers_change(
         quality_process_pending(question_id=sim.question.pk)
     assert ModelRunEvaluation.objects.filter(run=run).count() == 2
     assert _figures(run)["dic"] > 0.0
+
+
+def test_a_constant_label_run_ranks_below_the_random_baseline(sim, register):
+    # every predicted pair kappa is undefined (p_e = 1); it used to score DIC 0.000 and rank
+    # first on the leaderboard, above the oracle
+    oracle = register("oracle", sim.ratings)
+    constant = register("constant", np.zeros_like(sim.ratings))
+    figures = _figures(constant)
+    assert figures["dic"] > figures["baselines"]["dic_random"]
+    board = leaderboard(question=sim.question)
+    assert [row.run.name for row in board.rows] == [oracle.name, constant.name]

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 from django.urls import reverse
 
 from analytics.metrics import pairwise_kappa
+from apps.models_registry.models import ModelRun, ModelRunEvaluation, Prediction
 from apps.models_registry.selectors import leaderboard
 from apps.models_registry.services import Upload, model_run_register
-from tests.apps.models_registry.simulation import jsonl, vector_rows, vectors_with_cosine
+from tests.apps.models_registry.simulation import (
+    jsonl,
+    prediction_rows,
+    vector_rows,
+    vectors_with_cosine,
+)
 from tests.apps.models_registry.traces import trace_rows, trace_study
 from tests.factories import PASSWORD, UserFactory
 
@@ -19,17 +28,17 @@ def _login(client, user) -> None:
     assert client.login(username=user.username, password=PASSWORD)
 
 
-def test_pages_are_404_for_annotators_and_outsiders(client, sim, register):
+def test_pages_are_403_for_annotators_and_404_for_outsiders(client, sim, register):
     run = register("oracle", sim.ratings)
     urls = [
         reverse("models_registry:leaderboard", args=[sim.study.pk, "sentiment"]),
         reverse("models_registry:run", args=[sim.study.pk, run.pk]),
     ]
-    for user in (sim.study.memberships.get(role="annotator", user__username=sim.usernames[0]).user,
-                 UserFactory(manager=True)):  # fmt: skip
+    annotator = sim.study.memberships.get(role="annotator", user__username=sim.usernames[0]).user
+    for user, status in ((annotator, 403), (UserFactory(manager=True), 404)):
         _login(client, user)
         for url in urls:
-            assert client.get(url).status_code == 404
+            assert client.get(url).status_code == status
     client.logout()
     assert client.get(urls[0]).status_code == 302  # to the login page
 
@@ -96,3 +105,150 @@ def test_the_quality_dashboard_shows_the_questions_model_runs(client, sim, regis
     ).content.decode()
     assert f"model-leaderboard-{sim.question.pk}" in html
     assert reverse("models_registry:run", args=[sim.study.pk, run.pk]) in html
+
+
+def _file(name: str, rows: list[dict]) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, jsonl(rows).getvalue())
+
+
+def test_manager_uploads_a_run_from_the_leaderboard(client, sim):
+    _login(client, sim.study.created_by)
+    url = reverse("models_registry:upload", args=[sim.study.pk, "sentiment"])
+    data = {
+        "name": "oracle",
+        "version": "2",
+        "predictions": _file("p.jsonl", prediction_rows(sim, sim.ratings)),
+    }
+    response = client.post(url, data)
+    assert response.status_code == 302
+    run = ModelRun.objects.get(question=sim.question)
+    assert (run.name, run.version, run.created_by) == ("oracle", "2", sim.study.created_by)
+    assert run.evaluations.count() == 1
+    page = client.get(response.url).content.decode()
+    assert "oracle 2" in page
+    assert 'form="compare-form"' in page
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "field", "message"),
+    [
+        ("p.txt", b"{}", "predictions", "Cannot tell the format"),
+        ("p.jsonl", b'{"item": "nope", "annotator": "x", "label": "pos"}\n', "predictions", ""),
+        ("p.jsonl", b"", "predictions", ""),
+    ],
+)
+def test_bad_file_is_a_form_error_and_stores_nothing(client, sim, name, content, field, message):
+    _login(client, sim.study.created_by)
+    url = reverse("models_registry:upload", args=[sim.study.pk, "sentiment"])
+    data = {"name": "broken", "version": "1", field: SimpleUploadedFile(name, content)}
+    response = client.post(url, data)
+    assert response.status_code == 422
+    form = response.context["form"]
+    assert form.errors[field]
+    assert message in " ".join(form.errors[field])
+    assert not ModelRun.objects.exists()
+    assert not Prediction.objects.exists()
+
+
+def test_bad_features_store_nothing_of_good_predictions(client, sim):
+    _login(client, sim.study.created_by)
+    url = reverse("models_registry:upload", args=[sim.study.pk, "sentiment"])
+    data = {
+        "name": "half",
+        "version": "1",
+        "predictions": _file("p.jsonl", prediction_rows(sim, sim.ratings)),
+        "features": _file("f.jsonl", [{"annotator": "nobody", "vector": [1, 2]}]),
+    }
+    response = client.post(url, data)
+    assert response.status_code == 422
+    assert response.context["form"].errors["features"]
+    assert not ModelRun.objects.exists()
+    assert not Prediction.objects.exists()
+
+
+def test_upload_over_the_limit_is_refused_unread(client, sim, settings):
+    settings.UPLOAD_MAX_MODEL_RUN_BYTES = 100
+    _login(client, sim.study.created_by)
+    url = reverse("models_registry:upload", args=[sim.study.pk, "sentiment"])
+    data = {
+        "name": "big",
+        "version": "1",
+        "predictions": _file("p.jsonl", prediction_rows(sim, sim.ratings)),
+    }
+    response = client.post(url, data)
+    assert response.status_code == 413
+    assert "larger than" in " ".join(response.context["form"].errors["predictions"])
+    assert not ModelRun.objects.exists()
+
+
+def test_upload_and_delete_need_the_csrf_token(sim, register):
+    run = register("oracle", sim.ratings)
+    client = Client(enforce_csrf_checks=True)
+    _login(client, sim.study.created_by)
+    upload = reverse("models_registry:upload", args=[sim.study.pk, "sentiment"])
+    delete = reverse("models_registry:run_delete", args=[sim.study.pk, run.pk])
+    assert client.post(upload, {"name": "x", "version": "1"}).status_code == 403
+    assert client.post(delete).status_code == 403
+    assert ModelRun.objects.count() == 1
+
+
+def test_manager_deletes_a_run_after_confirming(client, sim, register):
+    run = register("oracle", sim.ratings)
+    keep = register("other", sim.ratings)
+    _login(client, sim.study.created_by)
+    url = reverse("models_registry:run_delete", args=[sim.study.pk, run.pk])
+    run_page = reverse("models_registry:run", args=[sim.study.pk, run.pk])
+    assert f'href="{url}"' in client.get(run_page).content.decode()
+    page = client.get(url).content.decode()
+    assert "Delete oracle" in page
+    assert ModelRun.objects.count() == 2  # GET only asks
+    response = client.post(url)
+    assert response.status_code == 302
+    assert list(ModelRun.objects.all()) == [keep]
+    assert not Prediction.objects.filter(run_id=run.pk).exists()
+    assert not ModelRunEvaluation.objects.filter(run_id=run.pk).exists()
+
+
+def test_new_pages_are_403_for_annotators_and_404_for_outsiders(client, sim, register):
+    run = register("oracle", sim.ratings)
+    other = register("other", sim.ratings)
+    delete = reverse("models_registry:run_delete", args=[sim.study.pk, run.pk])
+    upload = reverse("models_registry:upload", args=[sim.study.pk, "sentiment"])
+    compare = reverse("models_registry:compare", args=[sim.study.pk, "sentiment"])
+    compare += f"?run={run.pk}&run={other.pk}"
+    annotator = sim.study.memberships.get(role="annotator", user__username=sim.usernames[0]).user
+    for user, status in ((annotator, 403), (UserFactory(manager=True), 404)):
+        _login(client, user)
+        assert client.get(compare).status_code == status
+        assert client.get(delete).status_code == status
+        assert client.post(delete).status_code == status
+        assert client.post(upload, {"name": "x", "version": "1"}).status_code == status
+    assert ModelRun.objects.count() == 2
+
+
+def test_compare_shows_two_runs_side_by_side(client, sim, register, settings):
+    truth = pairwise_kappa(sim.ratings.astype(float), min_overlap=settings.QUALITY_MIN_OVERLAP)
+    oracle = register("oracle", sim.ratings, features=vector_rows(sim, vectors_with_cosine(truth)))
+    shuffled = np.random.default_rng(1).permuted(sim.ratings, axis=1)  # each annotator apart
+    other = register("shuffled", shuffled)
+    _login(client, sim.study.created_by)
+    url = reverse("models_registry:compare", args=[sim.study.pk, "sentiment"])
+    response = client.get(url, {"run": [oracle.pk, other.pk]})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert page.count('class="mr-heatmap"') == 2
+    assert page.count('class="mr-map"') == 3  # oracle: features and predictions; other: predictions
+    assert "oracle 1" in page
+    assert "shuffled 1" in page
+    dic = [side["figures"]["dic"] for side in response.context["sides"]]
+    assert dic[0] == pytest.approx(0.0)
+    assert dic[1] > 0.1
+
+
+def test_compare_needs_two_runs_of_the_question(client, sim, register):
+    run = register("oracle", sim.ratings)
+    _login(client, sim.study.created_by)
+    url = reverse("models_registry:compare", args=[sim.study.pk, "sentiment"])
+    response = client.get(url, {"run": [run.pk]}, follow=True)
+    assert "Tick exactly two runs" in response.content.decode()
+    assert client.get(url, {"run": [run.pk, 999999]}).status_code == 404

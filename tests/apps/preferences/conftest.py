@@ -42,7 +42,7 @@ def make_pairwise_study(
         kind=Question.Kind.PAIRWISE,
         settings=settings if settings is not None else {},
     )
-    items = ItemFactory.create_batch(n_items, study=study)
+    items = Item.objects.bulk_create(ItemFactory.build_batch(n_items, study=study))
     annotators = [UserFactory() for _ in range(n_annotators)]
     for user in annotators:
         membership_add(study=study, user=user, role=Membership.Role.ANNOTATOR)

@@ -156,3 +156,17 @@ def test_done_is_204_and_scores_for_managers(api_client, pairwise):
     assert report["kappa"] is None  # no calibration, no audit: nothing measured
     assert report["all_pairs"] == 10
     assert report["minimum"] == 7
+
+
+def test_scores_report_sides_and_reliability(api_client, pairwise):
+    annotator = pairwise.annotators[0]
+    answer_all(pairwise.question, annotator, lambda a, b: 1)  # always the item shown as A
+    api_client.force_authenticate(pairwise.manager)
+    rows = {
+        row["username"]: row for row in api_client.get(scores_url(pairwise)).json()["annotators"]
+    }
+    assert rows[annotator.username]["a_share"] == 1.0
+    assert rows[annotator.username]["error_rate"] == 0.0  # no calibration, no audit: trusted
+    assert rows[annotator.username]["flagged"] is False
+    scores = api_client.get(scores_url(pairwise)).json()
+    assert scores["weights"] == {annotator.username: 1.0}  # trusted: nothing measured

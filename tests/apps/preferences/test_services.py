@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+import random
+import tracemalloc
 import uuid
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import connection
 
 from apps.annotations.models import Assignment
 from apps.items.services import items_bulk_create
@@ -16,6 +19,7 @@ from apps.preferences.selectors import (
     annotator_reports,
     pair_state,
     question_scores,
+    replays,
     sessions_with_pruning_stopped,
 )
 from apps.preferences.services import NOT_PENDING, judgement_record, pair_next
@@ -155,18 +159,26 @@ class TestRecord:
 
 
 class TestRebuild:
-    def test_rebuild_equals_a_live_scheduler(self, db):
+    # (1, False): sessions started before audit rule 2; (2, False): before the adaptive scheduler
+    @pytest.mark.parametrize(("audit_rule", "adaptive"), [(1, False), (2, False), (2, True)])
+    def test_rebuild_equals_a_live_scheduler(self, db, audit_rule, adaptive):
         setup = make_pairwise_study(n_items=7, settings={"calibration_triplets": 3})
         annotator = setup.annotators[0]
         levels = {item.pk: k % 4 for k, item in enumerate(setup.items)}
         answer = by_level(levels)
-        state = pair_next(question=setup.question, annotator=annotator)
-        session = state.session
+        session = pair_next(question=setup.question, annotator=annotator).session
+        assert session.audit_rule == 2
+        assert session.adaptive
+        PairSession.objects.filter(pk=session.pk).update(audit_rule=audit_rule, adaptive=adaptive)
+        replays.clear()
+        session = PairSession.objects.get(pk=session.pk)
         live = PairScheduler(
             session.items,
             calibration_triplets=3,
             audit_rate=0.1,
             seed=session.seed,
+            audit_rule=audit_rule,
+            adaptive=adaptive,
         )
         for _ in range(6):
             state = pair_next(question=setup.question, annotator=annotator)
@@ -180,7 +192,8 @@ class TestRebuild:
         rebuilt = pair_state(session=PairSession.objects.get(pk=session.pk))
         assert rebuilt.scheduler.judgements == live.judgements
         assert rebuilt.scheduler.ranking() == live.ranking()
-        assert rebuilt.remaining == min(live.remaining_estimate(), math.comb(7, 2) - 6)
+        bound = math.inf if adaptive else math.comb(7, 2) - 6  # legacy: pairs never asked
+        assert rebuilt.remaining == min(live.remaining_estimate(), bound)
         phases = list(Judgement.objects.order_by("sequence").values_list("phase", flat=True))
         assert phases == [j.kind for j in live.judgements]
 
@@ -194,13 +207,23 @@ class TestRebuild:
         assert session.items == [item.pk for item in pairwise.items]
 
 
+def legacy_session(question, annotator) -> None:
+    """Start the annotator's session as one started before the adaptive scheduler."""
+    session = pair_next(question=question, annotator=annotator).session
+    PairSession.objects.filter(pk=session.pk).update(adaptive=False)
+    replays.clear()
+
+
 class TestKappaFloor:
-    def test_an_inconsistent_annotator_is_asked_every_pair(self, db, monkeypatch):
+    def test_an_inconsistent_annotator_is_asked_every_pair_in_a_legacy_session(
+        self, db, monkeypatch
+    ):
         monkeypatch.setattr("apps.preferences.services.secrets.randbelow", lambda n: 0)
         setup = make_pairwise_study(
             n_items=7, settings={"calibration_triplets": 5, "kappa_floor": 0.4}
         )
         careless, careful = setup.annotators
+        legacy_session(setup.question, careless)
         asked = answer_all(setup.question, careless, cycle_maker())
         session = PairSession.objects.get(annotator=careless)
         assert session.pruning_stopped_at is not None
@@ -220,6 +243,19 @@ class TestKappaFloor:
         assert reports[careless.username].kappa < 0.4
         assert reports[careful.username].kappa == 1.0
         assert not reports[careful.username].below_floor
+
+    def test_a_random_annotator_stops_early_and_is_flagged(self, db, monkeypatch):
+        monkeypatch.setattr("apps.preferences.services.secrets.randbelow", lambda n: 0)
+        setup = make_pairwise_study(n_items=40, n_annotators=1)
+        (annotator,) = setup.annotators
+        rng = random.Random(3)
+        asked = answer_all(setup.question, annotator, lambda a, b: rng.choice((1, 0, -1)))
+        session = PairSession.objects.get(annotator=annotator)
+        assert session.pruning_stopped_at == asked  # stopped: no pair is pending any more
+        assert asked < math.ceil(math.log2(math.factorial(40)))
+        (report,) = annotator_reports(question=setup.question)
+        assert report.below_floor
+        assert report.remaining == 0
 
 
 class TestScores:
@@ -252,3 +288,76 @@ def test_a_session_without_items_takes_up_items_assigned_later(db):
     state = pair_next(question=setup.question, annotator=annotator)
     assert len(state.session.items) == 3
     assert state.pending is not None
+
+
+class TestScale:
+    def test_pruning_stopped_at_5000_items_lists_no_pairs(self, db, monkeypatch):
+        """Issue #10: once pruning stops, a request must not materialise all n(n-1)/2 pairs."""
+        monkeypatch.setattr("apps.preferences.services.secrets.randbelow", lambda n: 0)
+        setup = make_pairwise_study(n_items=5000, n_annotators=1, settings={"kappa_floor": 0.9})
+        (annotator,) = setup.annotators
+        legacy_session(setup.question, annotator)
+        answer = cycle_maker()
+        for _ in range(40):
+            state = pair_next(question=setup.question, annotator=annotator)
+            if state.session.pruning_stopped_at is not None:
+                break
+            a, b = state.pending
+            record(setup, annotator, a, b, answer(a, b))
+        assert state.session.pruning_stopped_at == 31
+        tracemalloc.start()
+        try:
+            state = pair_next(question=setup.question, annotator=annotator)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 50 * 2**20
+        assert state.remaining == math.comb(5000, 2) - 31
+        a, b = state.pending
+        asked = {frozenset((j.item_a_id, j.item_b_id)) for j in Judgement.objects.all()}
+        assert frozenset((a, b)) not in asked
+        record(setup, annotator, a, b, 1)
+        assert pair_next(question=setup.question, annotator=annotator).pending != (a, b)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_request_replays_judgements_while_holding_the_write_lock(monkeypatch):
+    """Issue #10: on SQLite every atomic block holds the write lock from BEGIN (IMMEDIATE).
+
+    The replay of the stored judgements runs outside any transaction; the locked section of an
+    answer records only the new judgement.
+    """
+    setup = make_pairwise_study(n_items=8, n_annotators=1, settings={"calibration_triplets": 2})
+    (annotator,) = setup.annotators
+    answer = by_level({item.pk: k % 3 for k, item in enumerate(setup.items)})
+    in_transaction: list[bool] = []
+    scheduler_record = PairScheduler.record
+
+    def spy(self, *args):
+        in_transaction.append(connection.in_atomic_block)
+        return scheduler_record(self, *args)
+
+    monkeypatch.setattr(PairScheduler, "record", spy)
+    for _ in range(8):
+        replays.clear()  # a cold process: every request replays the whole history
+        in_transaction.clear()
+        a, b = pair_next(question=setup.question, annotator=annotator).pending
+        assert not any(in_transaction)
+        replays.clear()
+        in_transaction.clear()
+        record(setup, annotator, a, b, answer(a, b))
+        assert sum(in_transaction) <= 1
+    assert len(in_transaction) == 8  # 7 replayed, the new answer recorded under the lock
+
+
+def test_pooled_strengths_weigh_annotators_by_their_measured_reliability(db):
+    setup = make_pairwise_study(n_items=8, settings={"calibration_triplets": 6})
+    careful, careless = setup.annotators
+    levels = {item.pk: k for k, item in enumerate(setup.items)}
+    answer_all(setup.question, careful, by_level(levels))
+    rng = random.Random(1)
+    answer_all(setup.question, careless, lambda a, b: rng.choice((1, 0, -1)))
+    scores = question_scores(question=setup.question)
+    weights = dict(scores.annotator_weights)
+    assert weights[careful.username] > 0.5 > weights[careless.username]
+    assert scores.rows[0].item.pk == max(levels, key=levels.get)

@@ -31,7 +31,7 @@ def form_fields(html: str) -> dict[str, str]:
 
 @pytest.mark.parametrize(
     ("who", "compare_status", "results_status"),
-    [("annotator", 200, 404), ("manager", 404, 200), ("outsider", 404, 404)],
+    [("annotator", 200, 403), ("manager", 403, 200), ("outsider", 404, 404)],
 )
 def test_access_matrix(client, pairwise, who, compare_status, results_status):
     user = {
@@ -128,6 +128,8 @@ def test_finished_ranking_and_results_page(client, pairwise):
     assert annotator.username in html
     assert "regularised" in html  # the best item never lost: not strongly connected
     assert "± " in html
+    assert ">Ties<" in html
+    assert "own share of ties" in html  # says which chance level the kappa uses
 
     response = client.get(results_url(pairwise, "scores_csv"))
     assert response.streaming
@@ -150,7 +152,7 @@ def test_results_warn_about_annotators_below_the_kappa_floor(client, db, monkeyp
     html = client.get(results_url(setup)).content.decode()
     assert 'data-testid="kappa-warning"' in html
     assert f"{careless.username} (κ = " in html
-    assert "Every pair asked" in html
+    assert "Stopped early" in html  # adaptive sessions stop; older ones asked every pair
 
 
 def test_media_items_are_shown_by_kind(client, pairwise):
@@ -169,3 +171,61 @@ def test_home_offers_the_comparison_page_not_the_item_queue(client, pairwise):
     html = client.get(reverse("studies:home")).content.decode()
     assert reverse("preferences:compare", args=[pairwise.study.pk, "fluency"]) in html
     assert reverse("annotations:queue", args=[pairwise.study.pk]) not in html
+
+
+def test_score_tables_are_bounded_by_the_question_size(client, api_client, pairwise, settings):
+    # count scores and Bradley-Terry hold items x items matrices: past the limit the page says
+    # why, the CSV and the API answer 409, and nothing of that size is built
+    levels = {item.pk: k for k, item in enumerate(pairwise.items)}
+    answer_all(pairwise.question, pairwise.annotators[0], by_level(levels))
+    settings.PAIRWISE_SCORES_MAX_ITEMS = 4
+    client.force_login(pairwise.manager)
+    html = client.get(results_url(pairwise)).content.decode()
+    assert "up to 4 items" in html
+    assert "this one has 5" in html
+    assert "Scores (CSV)" not in html
+    response = client.get(results_url(pairwise, "scores_csv"))
+    assert response.status_code == 409
+    assert "Download the judgements instead" in response.content.decode()
+    assert client.get(results_url(pairwise, "judgements_csv")).status_code == 200
+    api_client.force_authenticate(pairwise.manager)
+    url = f"/api/studies/{pairwise.study.pk}/pairs/{pairwise.question.key}/scores/"
+    response = api_client.get(url)
+    assert response.status_code == 409
+    assert "PAIRWISE_SCORES_MAX_ITEMS" in response.json()["detail"]
+    settings.PAIRWISE_SCORES_MAX_ITEMS = 5
+    assert api_client.get(url).status_code == 200
+
+
+def test_results_show_the_share_of_a_answers_and_a_left_bias(client, db):
+    setup = make_pairwise_study(n_items=12, settings={"calibration_triplets": 0, "audit_rate": 0.0})
+    always_left, careful = setup.annotators
+    asked = answer_all(setup.question, always_left, lambda a, b: 1)  # a is shown as A
+    levels = {item.pk: k for k, item in enumerate(setup.items)}
+    answer_all(setup.question, careful, by_level(levels))
+    client.force_login(setup.manager)
+    html = client.get(results_url(setup)).content.decode()
+    shares = re.findall(r'data-testid="a-share">(\d+)% <span class="muted">of (\d+)</span>', html)
+    names = sorted(a.username for a in setup.annotators)
+    by_name = dict(zip(names, shares, strict=True))
+    assert by_name[always_left.username] == ("100", str(asked))
+    assert html.count(">Left bias</span>") == 1
+
+
+def test_home_card_counts_judgements_as_the_comparison_page(client, pairwise):
+    annotator = pairwise.annotators[0]
+    client.force_login(annotator)
+    home = reverse("studies:home")
+    progress = re.compile(r'class="progress__text">(\d+) of (\d+) done')
+
+    def counts(url):
+        return progress.search(client.get(url).content.decode()).groups()
+
+    before = counts(home)  # before the first visit: the page's first estimate
+    assert counts(compare_url(pairwise)) == before
+    assert before[0] == "0"
+    for outcome in ("1", "-1"):
+        fields = form_fields(client.get(compare_url(pairwise)).content.decode())
+        client.post(compare_url(pairwise), {**fields, "outcome": outcome})
+    assert counts(home) == counts(compare_url(pairwise))
+    assert counts(home)[0] == "2"

@@ -1,7 +1,8 @@
 """``manage.py export_annotations``: a study's annotations to a file, with a provenance record.
 
-``export_annotations STUDY_ID --format csv|jsonl [--curated] [--history] --output PATH`` writes
-the data file to PATH and its provenance record to ``PATH.provenance.json``.
+``export_annotations STUDY_ID --format csv|jsonl|parquet [--curated] [--history]
+[--annotators usernames|pseudonyms] --output PATH`` writes the data file to PATH and its
+provenance record to ``PATH.provenance.json``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.annotations.exporting import CONTENT_TYPES, export_bytes, provenance, provenance_json
+from apps.exchange.identity import IDENTITIES, USERNAMES
 from apps.studies.models import Study
 
 
@@ -33,6 +35,12 @@ class Command(BaseCommand):
             "--curated", action="store_true", help="Leave out the excluded annotators."
         )
         parser.add_argument("--history", action="store_true", help="Every revision.")
+        parser.add_argument(
+            "--annotators",
+            choices=IDENTITIES,
+            default=USERNAMES,
+            help="Name annotators by username (default) or by stable per-study pseudonyms.",
+        )
         parser.add_argument("--output", type=Path, required=True, help="The data file to write.")
 
     def handle(self, *args: Any, study_id: int, **options: Any) -> None:
@@ -40,16 +48,18 @@ class Command(BaseCommand):
         if study is None:
             raise CommandError(f"No study with id {study_id}.")
         fmt, output = options["format"], options["output"]
-        curated, include_history = options["curated"], options["history"]
-        record = provenance(study=study, curated=curated, include_history=include_history, fmt=fmt)
+        export = {
+            "curated": options["curated"],
+            "include_history": options["history"],
+            "identity": options["annotators"],
+        }
+        record = provenance(study=study, fmt=fmt, **export)
         sidecar = output.with_name(f"{output.name}.provenance.json")
         partial = output.with_name(f".{output.name}.partial")
         digest = hashlib.sha256()
         try:
             with partial.open("wb") as stream:
-                for chunk in export_bytes(
-                    study=study, fmt=fmt, include_history=include_history, curated=curated
-                ):
+                for chunk in export_bytes(study=study, fmt=fmt, **export):
                     digest.update(chunk)
                     stream.write(chunk)
             if digest.hexdigest() != record["file"]["sha256"]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.continuous.demo import GREEN_TASKS, green_datasets_dir, green_signal_save, green_task
+from apps.continuous.green import GREEN_TASKS, green_datasets_dir, green_signal_save, green_task
 
 
 class Command(BaseCommand):

@@ -1,0 +1,231 @@
+"""Confidence intervals of a question's indicators: computed off the live path, carried forward.
+
+The estimators (:mod:`analytics.metrics.intervals`) take seconds on a large question (a
+categorical 50 x 2,000 item bootstrap up to 3 s, traces 20 x 20 x 3,000 about 4 s), far too slow
+for every answer. :func:`publish_intervals` runs in :func:`analytics.publishing.quality_publish`
+(the background quality processing in the served modes): it asks the question's kind for its
+:class:`IntervalSet` (:meth:`apps.studies.kinds.QuestionKind.intervals`) at most every
+``QUALITY_INTERVAL_SECONDS`` per question (and on rebuild), and otherwise carries the last set
+forward from the previous snapshot. Every set is stored with the time it was computed and the
+number of answers it rests on, so the dashboard can say how fresh it is.
+
+Stored form (JSON, in the snapshot's ``indicators``): ``intervals[key]`` is one
+``[estimate, low, high, n]`` per annotator (``None`` where undefined), ``key`` an
+:attr:`Indicator.interval <analytics.indicators.Indicator.interval>`;
+``study["intervals"]`` holds ``{"computed_at", "n_answers", "study": {key: [estimate, low,
+high, n]}}``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from django.utils import timezone
+
+from analytics.metrics.uncertainty import Interval
+
+if TYPE_CHECKING:
+    from analytics.indicators import Derived, Indicator
+    from analytics.models import QualitySnapshot
+    from apps.studies.kinds import QuestionKind
+    from apps.studies.models import Question
+
+Entry = list[float | int] | None  # [estimate, low, high, n]
+
+
+@dataclass(frozen=True)
+class IntervalSet:
+    """What a kind's interval estimator returns: per-annotator intervals (arrays on the
+    ``annotators`` axis, keyed by :attr:`Indicator.interval`) and study-wide ones (floats)."""
+
+    annotators: Sequence[int]
+    per_annotator: Mapping[str, Interval]
+    study: Mapping[str, Interval]
+
+
+def in_evidence_units(
+    found: Mapping[str, Interval],
+    indicators: Sequence[Indicator],
+    evidence: Mapping[str, Sequence[int]],
+) -> dict[str, Interval]:
+    """``found`` with the ``n`` of each indicator's interval replaced by the indicator's own
+    evidence count (:attr:`Derived.evidence`, e.g. traces where the estimator counts trace
+    steps, triplets where it counts items), so that flags judge the minimum evidence and the
+    dashboard states it in the indicator's unit."""
+    unit = {spec.interval: spec.evidence for spec in indicators if spec.interval}
+    return {
+        key: interval._replace(n=np.asarray(evidence[unit[key]], dtype=np.int64))
+        if unit.get(key) in evidence
+        else interval
+        for key, interval in found.items()
+    }
+
+
+def _entry(estimate: float, low: float, high: float, n: float) -> Entry:
+    """One interval as stored; ``None`` when its estimate is undefined."""
+    if not math.isfinite(estimate):
+        return None
+
+    def r(x: float) -> float | None:
+        return round(float(x), 6) if math.isfinite(x) else None
+
+    return [r(estimate), r(low), r(high), int(n)]  # type: ignore[list-item]
+
+
+def interval_entries(found: IntervalSet, annotators: Sequence[int]) -> dict[str, list[Entry]]:
+    """The per-annotator intervals of ``found`` on the axis ``annotators`` (the snapshot's)."""
+    row = {a: k for k, a in enumerate(found.annotators)}
+    out: dict[str, list[Entry]] = {}
+    for key, interval in found.per_annotator.items():
+        values = [np.asarray(part, dtype=float) for part in interval[:4]]
+        out[key] = [
+            _entry(*(float(part[row[a]]) for part in values)) if a in row else None
+            for a in annotators
+        ]
+    return out
+
+
+def interval_text(entry: Entry, fmt: str = "{:.2f}") -> str:
+    """``0.59 [0.48, 0.69]`` (an en dash for an unknown bound)."""
+    if entry is None:
+        return "–"
+    estimate, low, high = (("–" if x is None else fmt.format(x)) for x in entry[:3])
+    return f"{estimate} [{low}, {high}]"
+
+
+def _due(
+    previous: QualitySnapshot | None, seconds: float, now: dt.datetime, n_answers: int
+) -> bool:
+    """Whether the last set is older than ``seconds`` or rests on fewer than half the answers
+    now counted (early sets are cheap and outgrown fast: recomputed at 1, 2, 4, ... answers)."""
+    last = (previous.indicators.get("study", {}) if previous else {}).get("intervals")
+    if last is None:
+        return True
+    age = now - dt.datetime.fromisoformat(last["computed_at"])
+    return age >= dt.timedelta(seconds=seconds) or n_answers >= 2 * last["n_answers"]
+
+
+def publish_intervals(
+    derived: Derived,
+    *,
+    kind: QuestionKind,
+    question: Question,
+    previous: QualitySnapshot | None,
+    seconds: float,
+    force: bool,
+) -> None:
+    """Put the question's intervals into ``derived``: computed now when due (``force``,
+    ``seconds`` since the last computation, or twice the answers it rests on; never with
+    ``seconds <= 0``), else carried from ``previous`` onto the current annotator axis."""
+    now = timezone.now()
+    n_answers = int(derived.study.get("n_ratings", 0))
+    if seconds > 0 and (force or _due(previous, seconds, now, n_answers)):
+        found = kind.intervals(question)
+        if found is None:
+            return
+        derived.intervals = interval_entries(found, derived.annotators)
+        derived.study["intervals"] = {
+            "computed_at": now.isoformat(),
+            "n_answers": n_answers,
+            "study": {
+                key: _entry(*(float(part) for part in interval[:4]))
+                for key, interval in found.study.items()
+            },
+        }
+        return
+    if previous is None or "intervals" not in previous.indicators:
+        return
+    old = previous.indicators
+    where = {a: k for k, a in enumerate(old["annotators"])}
+    derived.intervals = {
+        key: [entries[where[a]] if a in where else None for a in derived.annotators]
+        for key, entries in old["intervals"].items()
+    }
+    if "intervals" in old.get("study", {}):
+        derived.study["intervals"] = old["study"]["intervals"]
+
+
+def freshness(study: Mapping[str, Any], now: dt.datetime | None = None) -> str | None:
+    """ "intervals from 2 min ago, 1,234 answers" (``None`` before the first computation)."""
+    meta = study.get("intervals")
+    if not meta:
+        return None
+    age = (now or timezone.now()) - dt.datetime.fromisoformat(meta["computed_at"])
+    minutes = int(age.total_seconds() // 60)
+    when = "just now" if minutes < 1 else f"{minutes} min ago"
+    return f"intervals from {when}, {meta['n_answers']:,} answers"
+
+
+def _figure(entry: Entry, value: Any, evidence: int | None, unit: str) -> dict[str, Any]:
+    low, high = (entry[1], entry[2]) if entry else (None, None)
+    n = entry[3] if entry else evidence
+    return {"value": value, "low": low, "high": high, "evidence": n, "unit": unit}
+
+
+def quality_record(snapshot: QualitySnapshot, kind: QuestionKind) -> dict[str, Any]:
+    """A question's latest figures for the API and exports: per annotator (user id) each
+    indicator's ``value``, its 95 % interval ``low``/``high`` (``None`` until computed) and the
+    ``evidence`` (count, ``unit``) it rests on; the study figures alike; ``intervals``: when
+    they were computed and on how many answers (``None`` before the first computation)."""
+    stored = snapshot.indicators
+    values, evidence = stored.get("values", {}), stored.get("evidence", {})
+    intervals, study = stored.get("intervals", {}), stored.get("study", {})
+    meta = study.get("intervals")
+    per_study = (meta or {}).get("study", {})
+    annotators = []
+    for k, user_id in enumerate(stored.get("annotators", [])):
+        figures = {}
+        for spec in kind.indicators:
+            if spec.key not in values:
+                continue
+            entry = intervals.get(spec.interval, [None] * (k + 1))[k] if spec.interval else None
+            counts = evidence.get(spec.evidence)
+            figures[spec.key] = _figure(
+                entry, values[spec.key][k], counts[k] if counts else None, spec.evidence
+            )
+        annotators.append({"annotator": user_id, "indicators": figures})
+    return {
+        "updated_at": snapshot.updated_at.isoformat(),
+        "n_annotations": snapshot.n_annotations,
+        "intervals": None
+        if meta is None
+        else {"computed_at": meta["computed_at"], "n_answers": meta["n_answers"]},
+        "annotators": annotators,
+        "study": {
+            figure.key: _figure(
+                per_study.get(figure.key), study.get(figure.key), study.get("n_ratings"), "items"
+            )
+            for figure in kind.study_figures
+            if figure.key in study
+        },
+        "flags": snapshot.flags,
+    }
+
+
+def study_quality(*, study: Any, name: Callable[[str], str]) -> dict[str, Any]:
+    """:func:`quality_record` of every question of ``study`` with figures, by question key,
+    annotators named by ``name`` (username -> the name an export shows) instead of ids."""
+    from django.contrib.auth import get_user_model
+
+    from analytics.selectors import latest_snapshot
+    from apps.studies.kinds import question_kinds
+
+    kinds = question_kinds()
+    out: dict[str, Any] = {}
+    for question in study.questions.filter(kind__in=list(kinds)):
+        snapshot = latest_snapshot(question=question)
+        if snapshot is None:
+            continue
+        record = quality_record(snapshot, kinds[question.kind])
+        ids = [row["annotator"] for row in record["annotators"]]
+        users = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
+        for row in record["annotators"]:
+            row["annotator"] = name(users.get(row["annotator"], f"#{row['annotator']}"))
+        record.pop("flags")  # the provenance lists the flags itself, with their history
+        out[question.key] = record
+    return out

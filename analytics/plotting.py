@@ -1,0 +1,153 @@
+"""Shared plot geometry and palettes of the studio's SVG plots (a module of numbers only).
+
+The quality dashboard, the model registry and the trace overlays compute their plots here
+and draw them with the templates (``analytics/_heatmap.html`` is the one heatmap include).
+Nothing here reads the database, so any app may import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+#: Okabe & Ito (2008), the colour-blind-safe qualitative palette, black last: annotators'
+#: points and lines across the dashboard, the trace overlays and the model-registry maps.
+OKABE_ITO = (
+    "#0072b2",
+    "#e69f00",
+    "#009e73",
+    "#cc79a7",
+    "#56b4e9",
+    "#d55e00",
+    "#f0e442",
+    "#000000",
+)
+
+#: Cividis (Nuñez, Anderton & Renslow 2018, doi:10.1371/journal.pone.0199239), 9 stops:
+#: perceptually uniform and readable with colour-vision deficiencies.
+CIVIDIS = (
+    "#00224e",
+    "#123570",
+    "#3b496c",
+    "#575d6d",
+    "#707173",
+    "#8a8779",
+    "#a69d75",
+    "#c4b56c",
+    "#fee838",
+)
+
+HEATMAP_SIZE = 480.0
+MAP_SIZE = 360.0
+SPARK_W, SPARK_H = 96.0, 24.0
+
+
+_STOPS = np.array([[int(c[k : k + 2], 16) for k in (1, 3, 5)] for c in CIVIDIS], dtype=float)
+
+
+def colours(values: Sequence[float | None], *, low: float = 0.0, high: float = 1.0) -> list[str]:
+    """Cividis colours of ``values`` on ``[low, high]`` (clipped, interpolated between the
+    stops); light grey for unknown (``None``)."""
+    x = np.array([np.nan if v is None else v for v in values], dtype=float)
+    t = np.clip((x - low) / (high - low), 0.0, 1.0) * (len(CIVIDIS) - 1)
+    i = np.minimum(np.nan_to_num(t).astype(int), len(CIVIDIS) - 2)
+    rgb = np.round(_STOPS[i] + (_STOPS[i + 1] - _STOPS[i]) * (np.nan_to_num(t) - i)[:, None])
+    return [
+        "#e5e7ea" if np.isnan(v) else "#{:02x}{:02x}{:02x}".format(*c)
+        for v, c in zip(x, rgb.astype(int), strict=True)
+    ]
+
+
+def _ink(value: float | None) -> str:
+    """Readable text colour on top of :func:`colour`."""
+    return "#1b1f24" if value is None or value >= 0.55 else "#ffffff"
+
+
+def sparkline(values: Sequence[float | None]) -> str:
+    """SVG ``points`` of a sparkline (``SPARK_W`` x ``SPARK_H``); gaps skipped; '' if < 2."""
+    known = [(i, v) for i, v in enumerate(values) if v is not None]
+    if len(known) < 2:
+        return ""
+    xs = np.array([i for i, _ in known], dtype=float)
+    ys = np.array([v for _, v in known], dtype=float)
+    span = np.ptp(ys) or 1.0
+    x = 2 + (xs - xs.min()) / max(np.ptp(xs), 1.0) * (SPARK_W - 4)
+    y = SPARK_H - 2 - (ys - ys.min()) / span * (SPARK_H - 4)
+    return " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, y, strict=True))
+
+
+def px(value: float) -> str:
+    """An SVG coordinate, formatted here once (template filters cost more than the plot)."""
+    return f"{value:.1f}"
+
+
+def fmt(value: float | None, pattern: str) -> str:
+    return "–" if value is None else pattern.format(value)
+
+
+def heatmap_layout(
+    matrix: list[list[float | None]],
+    *,
+    names: list[str],
+    order: list[int],
+    what: str = "kappa",
+    size: float = HEATMAP_SIZE,
+) -> dict[str, Any]:
+    """Cells, row labels and legend of an annotator x annotator heatmap in ``order``.
+
+    Values print inside the cells when a cell is at least 30 px wide; every cell has a tooltip
+    naming the pair and ``what`` the value measures. The legend spans 0 to 1 (cividis).
+    """
+    cell = size / max(len(order), 1)
+    pairs = [(i, a, j, b) for i, a in enumerate(order) for j, b in enumerate(order)]
+    values = [matrix[a][b] for _, a, _, b in pairs]
+    cells = [
+        {
+            "x": px(j * cell),
+            "y": px(i * cell),
+            "size": px(cell),
+            "tx": px((j + 0.5) * cell),
+            "ty": px((i + 0.5) * cell),
+            "fill": fill,
+            "ink": _ink(value),
+            "text": fmt(value, "{:.2f}") if cell >= 30 else "",
+            "title": f"{names[a]} × {names[b]}: {what} {fmt(value, '{:.2f}')}",
+        }
+        for (i, a, j, b), value, fill in zip(pairs, values, colours(values), strict=True)
+    ]
+    labels = [{"pos": px((i + 0.5) * cell), "name": names[a]} for i, a in enumerate(order)]
+    ticks = np.linspace(0, 1, 6)
+    step = size / 12
+    legend = [
+        {"x": px(i * step), "fill": fill, "label": f"{t:.1f}"}
+        for i, (t, fill) in enumerate(zip(ticks, colours(ticks.tolist()), strict=True))
+    ]
+    return {"cells": cells, "labels": labels, "size": size, "legend": legend}
+
+
+def map_layout(
+    mds: list[list[float] | None] | None, names: list[str], flagged: set[int]
+) -> dict | None:
+    """Points of a 2-D MDS map (``None`` rows left out) scaled into a ``MAP_SIZE`` square with
+    room for the names on the right; ``flagged`` rows are drawn as triangles."""
+    if not mds:
+        return None
+    placed = [(k, p) for k, p in enumerate(mds) if p is not None]
+    xy = np.array([p for _, p in placed], dtype=float)
+    lo, hi = xy.min(axis=0), xy.max(axis=0)
+    # 30 px margins, 80 px more on the right for the names; equal scale on both axes
+    scale = (MAP_SIZE - 140) / max(float((hi - lo).max()), 1e-9)
+    centre = (lo + hi) / 2
+    middle = (30 + MAP_SIZE - 110) / 2
+    points = [
+        {
+            "cx": px(middle + (x - centre[0]) * scale),
+            "cy": px(MAP_SIZE / 2 - (y - centre[1]) * scale),
+            "name": names[k],
+            "flagged": k in flagged,
+        }
+        for (k, _), (x, y) in zip(placed, xy, strict=True)
+    ]
+    return {"points": points, "size": MAP_SIZE}

@@ -1,0 +1,1 @@
+"""SQLite backend whose writers queue inside the process (see :mod:`.base`)."""

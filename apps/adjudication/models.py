@@ -1,0 +1,87 @@
+"""Adjudications of disputed items and the adaptive-overlap rule of a categorical question.
+
+An :class:`Adjudication` is append-only like every answer: settling an item again adds a row,
+the latest counts, and the earlier ones stay as its history (who decided what, when and why).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from apps.items.models import Item
+from apps.studies.models import Label, Question
+
+
+class Adjudication(models.Model):
+    """A manager's or reviewer's final word on one item of a categorical question: a label,
+    or "genuinely ambiguous" (no label, a note saying why)."""
+
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="adjudications")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="adjudications")
+    adjudicator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="adjudications"
+    )
+    label = models.ForeignKey(
+        Label, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    ambiguous = models.BooleanField(default=False, help_text="Genuinely ambiguous: no label.")
+    note = models.TextField(blank=True, help_text="Why (required for an ambiguous item).")
+    suggestion = models.JSONField(
+        default=dict, blank=True, help_text="The aggregate shown when deciding (majority, DS)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["question_id", "item_id", "-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(ambiguous=True, label__isnull=True)
+                | models.Q(ambiguous=False, label__isnull=False),
+                name="adjudication_label_xor_ambiguous",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["question", "item", "-created_at"], name="adjudication_latest")
+        ]
+
+    def __str__(self) -> str:
+        verdict = "ambiguous" if self.ambiguous else self.label
+        return f"{self.item} / {self.question.key}: {verdict} by {self.adjudicator}"
+
+    def clean(self) -> None:
+        if self.ambiguous and self.label_id is not None:
+            raise ValidationError("An ambiguous item has no final label.")
+        if not self.ambiguous and self.label_id is None:
+            raise ValidationError({"label": "Pick the final label or mark the item ambiguous."})
+        if self.ambiguous and not self.note.strip():
+            raise ValidationError({"note": "Say why the item is genuinely ambiguous."})
+        if self.label_id is not None and self.label.question_id != self.question_id:
+            raise ValidationError({"label": "That label belongs to another question."})
+        if self.item.study_id != self.question.study_id:
+            raise ValidationError({"item": "That item belongs to another study."})
+
+
+class OverlapRule(models.Model):
+    """Adaptive overlap of one categorical question: after ``base_k`` counted answers, an item
+    whose disagreement (AAD-RMSE of the counted answers) exceeds ``threshold`` is queued for one
+    more annotator, up to ``k_max``. Excluded and flagged annotators' answers are not counted."""
+
+    question = models.OneToOneField(Question, on_delete=models.CASCADE, related_name="overlap_rule")
+    base_k = models.PositiveSmallIntegerField(validators=[MinValueValidator(2)], default=2)
+    k_max = models.PositiveSmallIntegerField(validators=[MinValueValidator(2)], default=5)
+    threshold = models.FloatField(
+        validators=[MinValueValidator(0.0)],
+        default=0.5,
+        help_text="AAD-RMSE above which an item gets one more annotator.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.question}: k {self.base_k}..{self.k_max}, AAD-RMSE > {self.threshold}"
+
+    def clean(self) -> None:
+        if self.k_max < self.base_k:
+            raise ValidationError({"k_max": "k_max cannot be below the base k."})

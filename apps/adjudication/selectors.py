@@ -1,0 +1,164 @@
+"""Reads of the adjudication app: a question's aggregates, disputed items, answers, decisions."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.db.models import QuerySet
+from numpy.typing import NDArray
+
+from analytics.models import Flag
+from analytics.selectors import excluded_annotator_ids, question_ratings
+from apps.adjudication.aggregation import ItemAggregates, aggregate_items
+from apps.adjudication.models import Adjudication, OverlapRule
+from apps.annotations.models import Annotation
+from apps.categorical.indicators import label_scale
+from apps.items.models import Item
+from apps.studies.models import Question, Study
+
+
+@dataclass(frozen=True)
+class QuestionAggregates:
+    """:class:`ItemAggregates` of one question with the ids and keys of their axes.
+
+    ``item_ids`` (N) are the items with at least one counted round-1 answer, ``annotator_ids``
+    (M) the annotators counted, ``value_keys`` (V) the question's labels in scale order;
+    ``left_out`` the annotators whose answers were not counted.
+    """
+
+    question: Question
+    item_ids: NDArray[np.int64]
+    annotator_ids: list[int]
+    value_keys: list[str]
+    label_names: list[str]
+    left_out: frozenset[int]
+    aggregates: ItemAggregates
+
+    def row(self, item_id: int) -> int | None:
+        """The position of ``item_id`` on the item axis, or ``None`` if nobody counted answered."""
+        at = int(np.searchsorted(self.item_ids, item_id))
+        return at if at < self.item_ids.size and self.item_ids[at] == item_id else None
+
+    def key(self, code: int) -> str | None:
+        """The label key of a value code; ``None`` for ``-1`` (tied or unanswered)."""
+        return self.value_keys[code] if code >= 0 else None
+
+
+def categorical_questions(*, study: Study) -> QuerySet[Question]:
+    """The study's categorical questions (the ones adjudication and aggregation apply to)."""
+    return study.questions.filter(kind=Question.Kind.CATEGORICAL).order_by("position", "id")
+
+
+def flagged_annotator_ids(*, question: Question) -> set[int]:
+    """Annotators with a flag on the question that still holds and was not dismissed."""
+    return set(
+        Flag.objects.filter(question=question, annotator__isnull=False, active=True)
+        .exclude(status=Flag.Status.DISMISSED)
+        .values_list("annotator_id", flat=True)
+    )
+
+
+def question_aggregates(
+    *,
+    question: Question,
+    left_out: Collection[int] = (),
+    item_ids: Collection[int] | None = None,
+) -> QuestionAggregates:
+    """Majority, Dawid-Skene and disagreement of the question's items over the round-1 live
+    answers of every annotator not in ``left_out`` (of the items ``item_ids`` only, if given:
+    Dawid-Skene is then fitted on those items alone)."""
+    answers = Annotation.objects.filter(
+        question=question, round=1, current_revision__value__isnull=False
+    )
+    annotator_ids = sorted(
+        set(answers.values_list("annotator_id", flat=True).distinct()) - set(left_out)
+    )
+    labels = list(question.labels.order_by("position", "id").values("key", "name"))
+    value_keys = [label["key"] for label in labels]
+    items, ratings = question_ratings(
+        question_id=question.pk,
+        annotator_ids=annotator_ids,
+        value_keys=value_keys,
+        item_ids=None if item_ids is None else list(item_ids),
+    )
+    scale = label_scale(question, value_keys)
+    return QuestionAggregates(
+        question=question,
+        item_ids=items,
+        annotator_ids=annotator_ids,
+        value_keys=value_keys,
+        label_names=[label["name"] for label in labels],
+        left_out=frozenset(left_out),
+        aggregates=aggregate_items(ratings, points=scale.points),
+    )
+
+
+def curated_aggregates(*, question: Question) -> QuestionAggregates:
+    """:func:`question_aggregates` without the study's excluded annotators (curated)."""
+    return question_aggregates(
+        question=question, left_out=excluded_annotator_ids(study=question.study)
+    )
+
+
+def latest_adjudications(*, question: Question) -> dict[int, Adjudication]:
+    """The latest adjudication of each adjudicated item of the question, by item id."""
+    latest: dict[int, Adjudication] = {}
+    rows = (
+        Adjudication.objects.filter(question=question)
+        .select_related("label", "adjudicator")
+        .order_by("item_id", "-created_at", "-id")
+    )
+    for adjudication in rows:
+        latest.setdefault(adjudication.item_id, adjudication)
+    return latest
+
+
+def adjudication_history(*, question: Question, item: Item) -> QuerySet[Adjudication]:
+    """Every adjudication of one item, newest first."""
+    return (
+        Adjudication.objects.filter(question=question, item=item)
+        .select_related("label", "adjudicator")
+        .order_by("-created_at", "-id")
+    )
+
+
+def disputed_items(
+    *, aggregates: QuestionAggregates, adjudicated: Collection[int] = ()
+) -> list[dict[str, Any]]:
+    """Items with at least two counted answers that disagree (AAD-RMSE > 0), most disputed
+    first; each with ``item_id``, ``disagreement``, ``n``, ``majority`` (label key or ``None``
+    when tied), ``tied``, ``ds_label`` and ``adjudicated`` (whether ``adjudicated`` holds it)."""
+    agg = aggregates.aggregates
+    disputed = np.flatnonzero(np.nan_to_num(agg.disagreement, nan=0.0) > 0)
+    order = disputed[np.lexsort((aggregates.item_ids[disputed], -agg.disagreement[disputed]))]
+    return [
+        {
+            "item_id": int(aggregates.item_ids[i]),
+            "disagreement": float(agg.disagreement[i]),
+            "n": int(agg.n_answers[i]),
+            "majority": aggregates.key(int(agg.majority[i])),
+            "tied": bool(agg.tied[i]),
+            "ds_label": aggregates.key(int(agg.ds_label[i])),
+            "adjudicated": int(aggregates.item_ids[i]) in adjudicated,
+        }
+        for i in order
+    ]
+
+
+def item_answers(*, question: Question, item: Item) -> QuerySet[Annotation]:
+    """The item's live round-1 answers to the question, with annotator and label, by username."""
+    return (
+        Annotation.objects.filter(
+            question=question, item=item, round=1, current_revision__value__isnull=False
+        )
+        .select_related("annotator", "current_revision__label")
+        .order_by("annotator__username", "id")
+    )
+
+
+def overlap_rule(*, question: Question) -> OverlapRule | None:
+    """The question's adaptive-overlap rule, if it has one."""
+    return OverlapRule.objects.filter(question=question).first()

@@ -1,0 +1,406 @@
+"""Indicators of categorical questions, declared beside the code that computes them.
+
+:func:`derive_categorical` turns the stored :class:`~analytics.sufficient_stats.CategoricalStats`
+into per-annotator figures (kappa with others, AAD, label skew, test-retest kappa), the study's
+Krippendorff alpha and the heatmap and map matrices; :func:`publish_extras` adds what needs every
+rating (Dawid-Skene competence, per-item disagreement) at publish time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.utils import timezone
+from numpy.typing import NDArray
+from scipy.spatial.distance import jensenshannon
+
+from analytics.config import quality_config
+from analytics.indicators import (
+    Derived,
+    FlagRule,
+    Indicator,
+    StudyFigure,
+    json_ready,
+    off_diagonal,
+    pair_matrices,
+    with_others,
+)
+from analytics.metrics.aad import aad, aad_rmse_per_item
+from analytics.metrics.categorical import kappa_from_confusion
+from analytics.metrics.dawid_skene import dawid_skene
+from analytics.metrics.krippendorff import alpha_from_coincidences
+from analytics.models import ItemDisagreement, QualitySnapshot, QualityState
+from analytics.selectors import question_ratings
+from analytics.sufficient_stats import CategoricalStats
+from apps.studies.models import Question
+
+# Kappa floor 0.2: "slight" or worse (Landis & Koch).
+ITEMS_DONE = Indicator("items_done", "Items", "{:.0f}")
+SECONDS_PER_ITEM = Indicator("seconds_per_item", "Seconds / item", "{:.1f}")
+COHEN_KAPPA = Indicator(
+    "cohen_kappa",
+    "Kappa with others",
+    direction="higher",
+    rule=FlagRule("kappa with others", floor=0.2),
+    interval="kappa",
+)
+AAD = Indicator(
+    "aad",
+    "Mean AAD",
+    direction="lower",
+    rule=FlagRule("mean AAD to others"),
+    interval="aad",
+)
+SKEW = Indicator("skew", "Label skew", direction="lower", rule=FlagRule("label skew"))
+RETEST_KAPPA = Indicator(
+    "retest_kappa",
+    "Test-retest kappa",
+    direction="higher",
+    rule=FlagRule("test-retest kappa", floor=0.2),
+    evidence="repeats",
+)
+DS_COMPETENCE = Indicator(
+    "ds_competence",
+    "Dawid-Skene competence",
+    direction="higher",
+    rule=FlagRule("Dawid-Skene competence"),
+)
+INDICATORS = (ITEMS_DONE, SECONDS_PER_ITEM, COHEN_KAPPA, AAD, SKEW, RETEST_KAPPA, DS_COMPETENCE)
+#: Krippendorff (2004): 0.667 is the lowest alpha for tentative conclusions.
+ALPHA = StudyFigure(
+    "alpha", "Krippendorff alpha", qualifier="alpha_level", floor=0.667, headline=True
+)
+
+
+@dataclass(frozen=True)
+class LabelScale:
+    """The answer scale as the statistics' value codes see it.
+
+    ``points[c]`` places value code ``c`` in the space AAD measures distances in: the labels'
+    (valence, arousal) when every label has them, else its rank on an ordered scale, else a
+    one-hot corner scaled so that two different nominal labels are 1 apart.
+    """
+
+    keys: tuple[str, ...]
+    names: tuple[str, ...]
+    ranks: NDArray[np.float64]
+    points: NDArray[np.float64]
+    ordered: bool
+
+    @classmethod
+    def from_labels(
+        cls, value_keys: Sequence[str], labels: Sequence[Mapping[str, Any]], *, ordered: bool
+    ) -> LabelScale:
+        """Build the scale from the state's value keys and the question's labels (in order).
+
+        ``labels`` are mappings with ``key``, ``name``, ``valence`` and ``arousal``. A value key
+        whose label was deleted keeps its key as name and ranks after the others.
+        """
+        by_key = {label["key"]: (rank, label) for rank, label in enumerate(labels)}
+        known = [by_key.get(key) for key in value_keys]
+        ranks = np.array(
+            [item[0] if item else len(labels) + i for i, item in enumerate(known)], dtype=float
+        )
+        names = tuple(
+            item[1]["name"] if item else key for item, key in zip(known, value_keys, strict=True)
+        )
+        found = [item[1] for item in known if item is not None]
+        has_coordinates = (
+            bool(value_keys)
+            and len(found) == len(known)
+            and all(
+                label["valence"] is not None and label["arousal"] is not None for label in found
+            )
+        )
+        if has_coordinates:
+            points = np.array([[label["valence"], label["arousal"]] for label in found])
+        elif ordered:
+            points = ranks[:, None]
+        else:
+            points = np.eye(len(value_keys)) / np.sqrt(2.0)
+        return cls(tuple(value_keys), names, ranks, points.reshape(len(value_keys), -1), ordered)
+
+    def distances(self) -> NDArray[np.float64]:
+        """``(V, V)`` AAD between every two value codes (Du & Hoste Eqs. 1-2)."""
+        v = len(self.keys)
+        codes = np.arange(v, dtype=float)
+        coordinates = {float(c): tuple(self.points[c]) for c in range(v)}
+        grid_x, grid_y = np.repeat(codes, v), np.tile(codes, v)
+        return aad(grid_x, grid_y, coordinates=coordinates).reshape(v, v)
+
+
+def derive_categorical(
+    stats: CategoricalStats,
+    *,
+    annotators: Sequence[int],
+    scale: LabelScale,
+    min_overlap: int,
+    with_map: bool = True,
+) -> Derived:
+    r"""Indicators of a categorical question from its sufficient statistics.
+
+    Parameters
+    ----------
+    stats : CategoricalStats
+        Arrays over ``M`` annotators and ``V`` value codes.
+    annotators : sequence of int, length M
+        User ids of the annotator axis.
+    scale : LabelScale
+        The value codes' labels, ranks and AAD points.
+    min_overlap : int
+        Pairs sharing fewer items get no kappa (nan) and weigh nothing in "kappa with others".
+    with_map : bool
+        Compute the MDS map (an iterative fit, the costliest step: callers may reuse an
+        earlier map and leave ``matrices["mds"]`` out).
+
+    Returns
+    -------
+    Derived
+        Indicators ``items_done``, ``seconds_per_item`` (mean over timed answers),
+        ``cohen_kappa`` (overlap-weighted mean of the annotator's pairwise kappa row),
+        ``aad`` (mean AAD to the others on shared items), ``skew`` (Jensen-Shannon distance of
+        the annotator's label mix to the others' on the same items), ``retest_kappa`` (kappa
+        of round 1 against round 2); evidence ``items`` (round-1 items done) and ``repeats``;
+        study figures ``alpha`` (Krippendorff, ordinal for ordered scales) and counts;
+        matrices ``kappa``, ``overlap``, heatmap ``order``, ``mds`` coordinates and the AAD
+        difference histogram of each annotator against the others.
+
+    Notes
+    -----
+    With pair confusions :math:`C_{klab}`, overlaps :math:`n_{kl} = \sum_{ab} C_{klab}` and
+    value distances :math:`d_{ab}`:
+
+    .. math:: \bar\kappa_k = \frac{\sum_{l \ne k} n_{kl} \kappa_{kl}}{\sum_{l \ne k} n_{kl}},
+              \qquad
+              \overline{D}_k = \frac{\sum_{l \ne k} \sum_{ab} C_{klab} d_{ab}}
+                                    {\sum_{l \ne k} n_{kl}}
+
+    the sums running over pairs with :math:`n_{kl} \ge` ``min_overlap`` (kappa) or any overlap
+    (AAD). Dawid-Skene competence needs every rating: see :func:`derive_competence`.
+    """
+    m, v = stats.confusion.shape[0], stats.confusion.shape[2]
+    confusion = stats.confusion
+    overlap = confusion.sum(axis=(2, 3))
+    kappa = np.asarray(kappa_from_confusion(confusion), dtype=float).reshape(m, m)
+    kappa, kappa_others = with_others(kappa, overlap, min_overlap=min_overlap)
+
+    others = off_diagonal(confusion)
+    distances = scale.distances()
+    shared = others.sum(axis=(1, 2, 3))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_aad = np.einsum("klab,ab->k", others, distances) / shared
+        seconds = stats.time_ms[:, 0] / stats.time_ms[:, 1] / 1000.0
+
+    own = confusion[np.arange(m), np.arange(m)].sum(axis=-1)  # (M, V) labels used
+    theirs = others.sum(axis=(1, 2))  # (M, V) others' labels on the same items
+    skew = np.full(m, np.nan)
+    ok = (own.sum(axis=1) > 0) & (theirs.sum(axis=1) > 0)
+    if ok.any():
+        skew[ok] = jensenshannon(own[ok], theirs[ok], base=2, axis=1)
+
+    retest_kappa = np.asarray(kappa_from_confusion(stats.retest), dtype=float).reshape(m)
+    order = np.argsort(scale.ranks, kind="stable")
+    alpha = (
+        alpha_from_coincidences(
+            stats.coincidence[np.ix_(order, order)],
+            scale.ranks[order],
+            level="ordinal" if scale.ordered else "nominal",
+        )
+        if v
+        else float("nan")
+    )
+    differences, group = np.unique(np.round(distances, 6), return_inverse=True)
+    histogram = others.sum(axis=1).reshape(m, v * v) @ np.eye(differences.size)[group.ravel()]
+    items_done = np.diagonal(overlap)
+    return Derived(
+        annotators=list(annotators),
+        indicators={
+            ITEMS_DONE.key: json_ready(items_done),
+            SECONDS_PER_ITEM.key: json_ready(seconds),
+            COHEN_KAPPA.key: json_ready(kappa_others),
+            AAD.key: json_ready(mean_aad),
+            SKEW.key: json_ready(skew),
+            RETEST_KAPPA.key: json_ready(retest_kappa),
+        },
+        evidence={
+            "items": [int(n) for n in items_done],
+            "repeats": [int(n) for n in stats.retest.sum(axis=(1, 2))],
+        },
+        study={
+            ALPHA.key: json_ready(alpha),
+            str(ALPHA.qualifier): "ordinal" if scale.ordered else "nominal",
+            "n_ratings": int(items_done.sum()),
+            "n_annotators": int((items_done > 0).sum()),
+            "labels": list(scale.names),
+        },
+        matrices={
+            "kappa": json_ready(kappa),
+            "overlap": [[int(n) for n in row] for row in overlap],
+            **pair_matrices(kappa, with_map=with_map),
+            "aad_differences": json_ready(differences),
+            "aad_counts": [[int(n) for n in row] for row in histogram],
+        },
+    )
+
+
+def derive_competence(
+    ratings: NDArray[np.float64],
+) -> tuple[list[float | None], dict[str, Any]]:
+    """Dawid-Skene competence of each annotator (rows of a round-1 ratings matrix).
+
+    A full-data EM fit, so the publisher runs it on rebuild, on demand and at most every
+    ``QUALITY_DS_INTERVAL`` seconds, never per annotation.
+
+    Returns
+    -------
+    competence : list of float or None
+        One value per row; None for annotators without ratings.
+    fit : dict
+        ``ds_iterations`` (EM iterations run) and ``ds_converged`` (whether the parameters
+        settled before the iteration cap), shown beside the figures.
+    """
+    if ratings.size == 0 or np.isnan(ratings).all():
+        return [None] * ratings.shape[0], {}
+    fit = dawid_skene(ratings)
+    return json_ready(fit.competence), {"ds_iterations": fit.n_iter, "ds_converged": fit.converged}
+
+
+def label_scale(question: Question, value_keys: Sequence[str]) -> LabelScale:
+    """The question's label scale on the state's value codes."""
+    labels = list(question.labels.values("key", "name", "valence", "arousal"))
+    return LabelScale.from_labels(value_keys, labels, ordered=question.ordered)
+
+
+def derive(state: QualityState, question: Question, *, with_map: bool) -> Derived:
+    """:func:`derive_categorical` of a question's stored state."""
+    stats = CategoricalStats.from_bytes(
+        state.stats, n_annotators=len(state.annotator_ids), n_values=len(state.value_keys)
+    )
+    return derive_categorical(
+        stats,
+        annotators=state.annotator_ids,
+        scale=label_scale(question, state.value_keys),
+        min_overlap=quality_config().min_overlap,
+        with_map=with_map,
+    )
+
+
+class _Ratings:
+    """The question's round-1 ratings matrix, read from the database at most once per publish
+    (only a rebuild or a Dawid-Skene fit needs all of it)."""
+
+    def __init__(self, question: Question, state: QualityState) -> None:
+        self.question, self.state = question, state
+        self._all: tuple[NDArray[np.int64], NDArray[np.float64]] | None = None
+
+    def get(
+        self, item_ids: Sequence[int] | None = None
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        if item_ids is None and self._all is not None:
+            return self._all
+        found = question_ratings(
+            question_id=self.question.pk,
+            annotator_ids=self.state.annotator_ids,
+            value_keys=self.state.value_keys,
+            item_ids=item_ids,
+        )
+        if item_ids is None:
+            self._all = found
+        return found
+
+
+#: Items a rebuild keeps in ItemDisagreement: the most disputed ones. Touched items are added
+#: as they change, so the dashboard's top 10 stays exact while fewer than KEPT - 10 of the kept
+#: items have become less disputed than the least disputed item left out.
+KEPT_DISAGREEMENTS = 1000
+
+
+def _update_disagreement(
+    question: Question, scale: LabelScale, ratings: _Ratings, item_ids: Sequence[int] | None
+) -> None:
+    """Recompute AAD-RMSE of the touched items, or on rebuild (``item_ids`` None) replace the
+    rows with the :data:`KEPT_DISAGREEMENTS` most disputed items."""
+    items, matrix = ratings.get(item_ids)
+    if item_ids is not None:  # touched items left without a first-round answer
+        gone = set(item_ids) - set(items.tolist())
+        ItemDisagreement.objects.filter(question=question, item_id__in=gone).delete()
+    if items.size == 0:
+        return
+    coordinates = {float(c): tuple(point) for c, point in enumerate(scale.points)}
+    rmse = aad_rmse_per_item(matrix, coordinates=coordinates)
+    counts = (~np.isnan(matrix)).sum(axis=0)
+    keep = np.arange(items.size)
+    if item_ids is None:
+        ItemDisagreement.objects.filter(question=question).delete()
+        keep = np.argsort(-np.nan_to_num(rmse, nan=-1.0), kind="stable")[:KEPT_DISAGREEMENTS]
+    ItemDisagreement.objects.bulk_create(
+        [
+            ItemDisagreement(
+                question=question,
+                item_id=int(items[i]),
+                aad_rmse=None if np.isnan(rmse[i]) else float(rmse[i]),
+                n=int(counts[i]),
+            )
+            for i in keep
+        ],
+        update_conflicts=True,
+        unique_fields=["question", "item"],
+        update_fields=["aad_rmse", "n"],
+    )
+
+
+def _competence(
+    derived: Derived,
+    ratings: _Ratings,
+    previous: QualitySnapshot | None,
+    *,
+    refresh: bool,
+) -> None:
+    """Add Dawid-Skene competence to ``derived``: fitted now, or carried from the last fit."""
+    now = timezone.now()
+    interval = quality_config().ds_interval
+    last = (previous.indicators.get("study", {}) if previous else {}).get("ds_computed_at")
+    due = interval > 0 and (
+        last is None or now - dt.datetime.fromisoformat(last) >= dt.timedelta(seconds=interval)
+    )
+    if refresh or due:
+        competence, fit = derive_competence(ratings.get()[1])
+        derived.indicators[DS_COMPETENCE.key] = competence
+        derived.study.update(fit, ds_computed_at=now.isoformat())
+    elif last is not None and previous is not None:
+        old = dict(
+            zip(
+                previous.indicators["annotators"],
+                previous.indicators["values"].get(DS_COMPETENCE.key, []),
+                strict=False,
+            )
+        )
+        derived.indicators[DS_COMPETENCE.key] = [old.get(a) for a in derived.annotators]
+        study = previous.indicators.get("study", {})
+        derived.study.update(
+            {key: study[key] for key in ("ds_iterations", "ds_converged") if key in study},
+            ds_computed_at=last,
+        )
+
+
+def publish_extras(
+    derived: Derived,
+    *,
+    question: Question,
+    state: QualityState,
+    previous: QualitySnapshot | None,
+    item_ids: Sequence[int] | None,
+    rebuild: bool,
+    refresh: bool,
+) -> None:
+    """Keep the touched items' disagreement current (every item's on rebuild) and add the
+    Dawid-Skene competence (fitted on rebuild or ``refresh``, else carried forward)."""
+    ratings = _Ratings(question, state)
+    if rebuild or item_ids:
+        scale = label_scale(question, state.value_keys)
+        _update_disagreement(question, scale, ratings, None if rebuild else item_ids)
+    _competence(derived, ratings, previous, refresh=rebuild or refresh)

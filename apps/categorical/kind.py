@@ -1,0 +1,180 @@
+"""The categorical question kind: labels picked from the question's scale.
+
+Registered once in ``settings.QUESTION_KINDS`` as ``apps.categorical.kind.CATEGORICAL``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from django.core.exceptions import ValidationError
+
+from analytics.config import quality_config
+from analytics.indicators import Derived
+from analytics.intervals import IntervalSet
+from analytics.metrics.intervals import indicator_intervals_categorical
+from analytics.metrics.uncertainty import Interval
+from analytics.models import QualitySnapshot, QualityState
+from analytics.plotting import px
+from analytics.selectors import question_ratings, top_disagreements
+from apps.annotations.exporting import annotation_export_rows
+from apps.annotations.models import Assignment
+from apps.categorical import indicators as figures
+from apps.categorical import quality
+from apps.studies.kinds import QuestionKind
+from apps.studies.models import Label, Question
+
+MAX_HISTOGRAM_BARS = 6
+
+
+def aad_histograms(matrices: dict, names: list[str]) -> dict | None:
+    """Per annotator: share of shared items at each AAD difference from the others."""
+    differences = matrices.get("aad_differences") or []
+    counts = np.array(matrices.get("aad_counts") or [], dtype=float)
+    if counts.size == 0 or not differences:
+        return None
+    names_of_bins = [f"{d:g}" for d in differences]  # tooltips
+    tick_labels = list(names_of_bins)
+    if len(differences) > MAX_HISTOGRAM_BARS:  # label coordinates give many distinct distances
+        edges = np.linspace(0.0, max(differences), MAX_HISTOGRAM_BARS + 1)
+        which = np.searchsorted(edges, differences, side="right") - 1
+        counts = counts @ np.eye(MAX_HISTOGRAM_BARS)[np.clip(which, 0, MAX_HISTOGRAM_BARS - 1)]
+        names_of_bins = [f"{lo:.2g} to {hi:.2g}" for lo, hi in itertools.pairwise(edges)]
+        tick_labels = [f"{lo:.1f}" if j % 2 == 0 else "" for j, lo in enumerate(edges[:-1])]
+    totals = counts.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = np.where(totals > 0, counts / totals, 0.0)
+    pooled = counts.sum(axis=0) / max(counts.sum(), 1.0)
+    width, height = 150.0, 60.0
+    bar = width / len(names_of_bins)
+    charts = []
+    for k in np.flatnonzero(totals[:, 0] > 0):
+        bars = [
+            {
+                "x": px(j * bar + 1),
+                "x2": px(j * bar + bar - 1),
+                "w": px(bar - 2),
+                "h": px(shares[k, j] * height),
+                "y": px(height - shares[k, j] * height),
+                "ref": px(height - pooled[j] * height),
+                "title": f"AAD {names_of_bins[j]}: {shares[k, j]:.0%} of shared items",
+            }
+            for j in range(len(names_of_bins))
+        ]
+        charts.append({"name": names[k], "bars": bars, "n": int(totals[k, 0])})
+    ticks = [{"x": px((j + 0.5) * bar), "label": label} for j, label in enumerate(tick_labels)]
+    return {"charts": charts, "ticks": ticks, "width": width, "height": height, "bar": bar}
+
+
+class CategoricalKind(QuestionKind):
+    """One label per item from the question's scale (nominal or ordered), in the queue."""
+
+    key = Question.Kind.CATEGORICAL.value
+    label = Question.Kind.CATEGORICAL.label
+    queue = True
+    indicators = figures.INDICATORS
+    count = figures.ITEMS_DONE.key
+    agreement = figures.COHEN_KAPPA.key
+    study_figures = (figures.ALPHA,)
+    answers_label = "Ratings (first round)"
+    heatmap_note = "Cohen's kappa of each pair on the items both labelled"
+    dashboard_cards = ("categorical/dashboard.html#items",)
+    dashboard_plots = ("categorical/dashboard.html#histograms",)
+    export_functions = {"answers": annotation_export_rows}
+
+    def clean_value(
+        self, question: Question, value: Any, assignment: Assignment | None
+    ) -> tuple[dict[str, str], Label]:
+        """Accept ``"key"`` or ``{"label": "key"}``; the key must be one of the question's
+        labels."""
+        key = value.get("label") if isinstance(value, dict) else value
+        if not isinstance(key, str) or not key:
+            raise ValidationError({"value": 'Give the label key, e.g. {"label": "joy"}.'})
+        label = next((lab for lab in question.labels.all() if lab.key == key), None)
+        if label is None:
+            choices = ", ".join(question.labels.values_list("key", flat=True))
+            raise ValidationError(
+                {"value": f"{key!r} is not a label of {question.key!r}; choose from {choices}."}
+            )
+        return {"label": label.key}, label
+
+    def process(self, *, question_id: int) -> int:
+        return quality.quality_process_pending(question_id=question_id)
+
+    def rebuild(self, *, question_id: int) -> Any:
+        return quality.quality_rebuild(question_id=question_id)
+
+    def derive(self, state: QualityState, question: Question, *, with_map: bool) -> Derived:
+        return figures.derive(state, question, with_map=with_map)
+
+    def publish_extras(
+        self,
+        derived: Derived,
+        *,
+        question: Question,
+        state: QualityState,
+        previous: QualitySnapshot | None,
+        item_ids: Sequence[int] | None,
+        rebuild: bool,
+        refresh: bool,
+    ) -> None:
+        figures.publish_extras(
+            derived,
+            question=question,
+            state=state,
+            previous=previous,
+            item_ids=item_ids,
+            rebuild=rebuild,
+            refresh=refresh,
+        )
+
+    def intervals(self, question: Question) -> IntervalSet | None:
+        """Kappa with others (analytic), mean AAD and alpha (item bootstrap) and Fleiss'
+        kappa of the round-1 ratings (:func:`indicator_intervals_categorical`); ordered scales
+        use scale positions and ordinal alpha. Pair kappas stay unweighted on every scale,
+        so each interval is centred on the live figure it accompanies (``derive_categorical``
+        computes unweighted kappa from the pair confusions)."""
+        state = QualityState.objects.filter(question=question).first()
+        if state is None or not state.annotator_ids:
+            return None
+        _, matrix = question_ratings(
+            question_id=question.pk,
+            annotator_ids=state.annotator_ids,
+            value_keys=state.value_keys,
+        )
+        scale = figures.label_scale(question, state.value_keys)
+        codes = np.arange(len(state.value_keys))
+        # ordered: the codes become scale positions (ranks), as the estimators expect
+        position = scale.ranks if scale.ordered else codes.astype(float)
+        ratings = np.full_like(matrix, np.nan)
+        known = ~np.isnan(matrix)
+        ratings[known] = position[matrix[known].astype(int)]
+        found = indicator_intervals_categorical(
+            ratings,
+            ordered=scale.ordered,
+            weights=None,
+            coordinates={float(position[c]): tuple(scale.points[c]) for c in codes},
+            min_overlap=quality_config().min_overlap,
+            seed=question.pk,
+        )
+        study: dict[str, Interval] = {
+            key: found.pop(key) for key in ("alpha", "fleiss_kappa") if key in found
+        }
+        return IntervalSet(annotators=state.annotator_ids, per_annotator=found, study=study)
+
+    def dashboard_context(
+        self, *, question: Question, snapshot: QualitySnapshot, names: list[str], plots: bool
+    ) -> dict[str, Any]:
+        context: dict[str, Any] = {
+            "competence": True,
+            "items": list(top_disagreements(question=question)),
+        }
+        if plots:
+            context["histograms"] = aad_histograms(snapshot.matrices, names)
+        return context
+
+
+CATEGORICAL = CategoricalKind()

@@ -1,0 +1,84 @@
+"""The continuous question kind: a slider traced along a video or audio item.
+
+Registered once in ``settings.QUESTION_KINDS`` as ``apps.continuous.kind.CONTINUOUS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from analytics.indicators import Derived
+from analytics.intervals import IntervalSet
+from analytics.models import QualityState
+from apps.annotations.exporting import annotation_export_rows
+from apps.annotations.models import Assignment
+from apps.continuous import quality
+from apps.continuous.config import clean_trace_settings
+from apps.continuous.exporting import trace_rows, trace_sample_rows
+from apps.continuous.selectors import item_overlay, trace_progress
+from apps.continuous.values import clean_trace_pointer
+from apps.studies.kinds import QuestionKind
+from apps.studies.models import Question
+from core.types import Account
+
+
+class ContinuousKind(QuestionKind):
+    """Traces recorded on the record page; the answer is a pointer to the finished trace."""
+
+    key = Question.Kind.CONTINUOUS.value
+    label = Question.Kind.CONTINUOUS.label
+    indicators = quality.INDICATORS
+    count = quality.TRACES_DONE.key
+    agreement = quality.KAPPA_SDA.key
+    study_figures = (quality.POOLED_KAPPA_SDA,)
+    answers_label = "Traces (first round)"
+    heatmap_note = "kappa_SDA of each pair, sign coincidences pooled over the items both traced"
+    overlap_unit = None
+    dashboard_page_cards = ("continuous/dashboard_traces.html",)
+    export_functions = {
+        "answers": annotation_export_rows,
+        "traces": trace_rows,
+        "samples": trace_sample_rows,
+    }
+
+    def clean_settings(self, raw: Any) -> dict[str, Any]:
+        return clean_trace_settings(raw)
+
+    def progress(self, *, question: Question, annotator: Account) -> dict[str, int]:
+        return trace_progress(annotator=annotator, question=question)
+
+    def clean_value(
+        self, question: Question, value: Any, assignment: Assignment | None
+    ) -> tuple[dict[str, Any], None]:
+        return clean_trace_pointer(question, value, assignment)
+
+    def process(self, *, question_id: int) -> int:
+        return quality.quality_traces_process(question_id=question_id)
+
+    def rebuild(self, *, question_id: int) -> Any:
+        return quality.quality_traces_rebuild(question_id=question_id)
+
+    def derive(self, state: QualityState, question: Question, *, with_map: bool) -> Derived:
+        return quality.derive_question(state, question, with_map=with_map)
+
+    def intervals(self, question: Question) -> IntervalSet | None:
+        """kappa_SDA with others, against the truth and the study ICC
+        (:func:`apps.continuous.quality.trace_intervals`)."""
+        return quality.trace_intervals(question)
+
+    def page_context(self, *, question: Question, query: Mapping[str, str]) -> dict[str, Any]:
+        """The traces card: one item's traces overlaid with its gold truth (``?item=<id>``
+        when it names an item of the study, else the first gold item, else the first item)."""
+        item_id = query.get("item")
+        items = list(question.study.items.order_by("position", "id"))
+        chosen = next((i for i in items if str(i.pk) == item_id), None) or next(
+            (i for i in items if (i.metadata or {}).get("signal")), items[0] if items else None
+        )
+        return {
+            "trace_items": items,
+            "trace_overlay": item_overlay(question=question, item=chosen) if chosen else None,
+        }
+
+
+CONTINUOUS = ContinuousKind()

@@ -1,0 +1,468 @@
+"""A study as a Hugging Face dataset: one Parquet file per question, a dataset card, a zip.
+
+The zip holds ``data/items.parquet`` (the stimuli), one ``data/<question>.parquet`` per
+question, ``README.md`` (the dataset card) and ``provenance.json``. Each Parquet file carries
+its Hugging Face features in the schema metadata under the key ``huggingface``
+(``{"info": {"features": ...}}``, as ``datasets`` itself writes them), so
+``datasets.Dataset.from_parquet`` gives a categorical question's ``label`` column as a
+``ClassLabel`` with the label keys as names (index = the label's position on the scale) and a
+trace's ``values`` as a sequence of floats; ``pandas.read_parquet`` reads the same files. The
+card's YAML header names one config per file (``load_dataset("path/to/unzipped", "emotion")``).
+
+The card records the provenance: the study and its questions with their label schemes, the
+annotators kept and those excluded (by whom, when, why), inter-annotator agreement with 95 %
+intervals computed on the very rows in the files (Krippendorff's alpha and, on unordered
+scales, Fleiss' kappa, :func:`analytics.metrics.intervals.indicator_intervals_categorical`),
+the software version and commit, the licence given, and the SHA-256 of every file.
+
+The export is curated by default (excluded annotators left out) and names annotators by
+username or by per-study pseudonyms (:mod:`apps.exchange.identity`). Every file is written to
+the zip as it is produced, row group by row group, so memory stays bounded; the caller gives a
+binary file to write into (a temporary file for a download).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import numpy as np
+from django.http import FileResponse
+from django.utils import timezone
+
+from analytics.metrics.intervals import indicator_intervals_categorical
+from analytics.selectors import excluded_annotator_ids
+from apps.annotations.exporting import annotation_export_rows, provenance
+from apps.continuous.exporting import TRACE_SCHEMA, trace_rows
+from apps.continuous.selectors import current_traces
+from apps.exchange.formats import Column, parquet_bytes
+from apps.exchange.identity import USERNAMES, annotator_names
+from apps.preferences.exporting import JUDGEMENT_SCHEMA, judgement_rows
+from apps.studies.models import Question, Study
+
+SCHEMA = "annotation-studio/hf-dataset/1"
+LICENSES = ("other", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0", "cc0-1.0", "mit", "unknown")
+N_BOOT = 500
+CONFIDENCE = 0.95
+
+ITEM_SCHEMA = (
+    Column("external_id", "str"),
+    Column("kind", "str"),
+    Column("text", "str"),
+    Column("url", "str"),
+    Column("metadata", "json"),
+)
+CATEGORICAL_SCHEMA = (
+    Column("item", "str"),
+    Column("annotator", "str"),
+    Column("round", "int32"),
+    Column("label", "int"),  # a ClassLabel: the label's index in the question's scale
+    Column("time_spent_ms", "int"),
+    Column("created_at", "timestamp"),
+)
+
+#: Column type -> Hugging Face feature (``Features.to_dict()`` form). ``Sequence`` rather than
+#: the newer ``List`` so that ``datasets`` 2.x and 3.x read it too (4.x maps it to ``List``).
+_FEATURES: dict[str, dict[str, Any]] = {
+    "int": {"dtype": "int64", "_type": "Value"},
+    "int32": {"dtype": "int32", "_type": "Value"},
+    "float": {"dtype": "float64", "_type": "Value"},
+    "str": {"dtype": "string", "_type": "Value"},
+    "bool": {"dtype": "bool", "_type": "Value"},
+    "timestamp": {"dtype": "timestamp[us, tz=UTC]", "_type": "Value"},
+    "json": {"dtype": "string", "_type": "Value"},
+    "floats": {"feature": {"dtype": "float32", "_type": "Value"}, "_type": "Sequence"},
+}
+
+
+def hf_features(
+    columns: Sequence[Column], *, class_labels: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, Any]:
+    """The Hugging Face features of ``columns``; the columns named in ``class_labels`` (integer
+    indexes) become ``ClassLabel`` features with those names."""
+    class_labels = class_labels or {}
+    return {
+        column.name: (
+            {"names": list(class_labels[column.name]), "_type": "ClassLabel"}
+            if column.name in class_labels
+            else _FEATURES[column.type]
+        )
+        for column in columns
+    }
+
+
+def hf_metadata(features: Mapping[str, Any]) -> dict[str, str]:
+    """Parquet schema metadata that ``datasets`` reads its features from."""
+    return {"huggingface": json.dumps({"info": {"features": features}})}
+
+
+@dataclass
+class _Table:
+    """One Parquet file of the dataset: its config name, columns, features and rows."""
+
+    config: str
+    columns: Sequence[Column]
+    features: dict[str, Any]
+    rows: Iterable[Mapping[str, Any]]
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        return f"data/{self.config}.parquet"
+
+
+def dataset_zip(
+    *,
+    study: Study,
+    stream: IO[bytes],
+    curated: bool = True,
+    identity: str = USERNAMES,
+    license: str = "other",
+) -> dict[str, Any]:
+    """Write the study's Hugging Face dataset as a zip into ``stream``; return its record.
+
+    Parameters
+    ----------
+    study : Study
+    stream : binary file
+        Written from its current position (a seekable file: the zip's directory comes last).
+    curated : bool
+        Leave out the annotators excluded on the quality dashboard.
+    identity : {"usernames", "pseudonyms"}
+        How annotators are named in the files and the card.
+    license : str
+        The licence identifier written in the card (one of :data:`LICENSES`).
+
+    Returns
+    -------
+    dict
+        The record also written as ``provenance.json``: ``schema``, ``generated_at``,
+        ``options``, ``files`` (path -> rows, bytes, sha256), ``questions`` (config, kind,
+        label names, rows, annotators, agreement) and ``export`` (the provenance record of the
+        annotation export with the same options: exclusions, open flags, software).
+    """
+    if license not in LICENSES:
+        raise ValueError(f"Unknown licence {license!r}; use one of {', '.join(LICENSES)}.")
+    name = annotator_names(study_id=study.pk, identity=identity)
+    left_out = excluded_annotator_ids(study=study) if curated else set()
+    record: dict[str, Any] = {
+        "schema": SCHEMA,
+        "generated_at": timezone.now().isoformat(),
+        "options": {"curated": curated, "annotators": identity, "license": license},
+        "files": {},
+        "questions": [],
+        "export": provenance(
+            study=study, curated=curated, include_history=False, fmt="parquet", identity=identity
+        ),
+    }
+    tables = [_items_table(study)] + [
+        _question_table(question, curated=curated, identity=identity, name=name, left_out=left_out)
+        for question in study.questions.order_by("position", "id").prefetch_related("labels")
+    ]
+    with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_STORED) as archive:
+        for table in tables:
+            record["files"][table.path] = _write(archive, table)
+            if table.summary:
+                record["questions"].append(table.summary)
+        for summary in record["questions"]:
+            summary.update(_agreement(summary.pop("_ratings", None), ordered=summary["ordered"]))
+        archive.writestr("README.md", dataset_card(study=study, record=record))
+        archive.writestr("provenance.json", json.dumps(record, indent=2, ensure_ascii=False))
+    return record
+
+
+def _write(archive: zipfile.ZipFile, table: _Table) -> dict[str, Any]:
+    """Stream one table into the zip; its rows, bytes and SHA-256."""
+    digest, size, counter = hashlib.sha256(), 0, _Counter()
+    chunks = parquet_bytes(
+        counter.count(table.rows), columns=table.columns, metadata=hf_metadata(table.features)
+    )
+    with archive.open(table.path, "w", force_zip64=True) as member:
+        for chunk in chunks:
+            digest.update(chunk)
+            size += len(chunk)
+            member.write(chunk)
+    if table.summary:
+        table.summary["rows"] = counter.n
+    return {"rows": counter.n, "bytes": size, "sha256": digest.hexdigest()}
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def count(self, rows: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+        for row in rows:
+            self.n += 1
+            yield row
+
+
+def _items_table(study: Study) -> _Table:
+    items = (
+        {"external_id": e, "kind": k, "text": t, "url": u, "metadata": m}
+        for e, k, t, u, m in study.items.order_by("position", "id")
+        .values_list("external_id", "kind", "text", "url", "metadata")
+        .iterator(chunk_size=2000)
+    )
+    return _Table("items", ITEM_SCHEMA, hf_features(ITEM_SCHEMA), items)
+
+
+def _question_table(
+    question: Question,
+    *,
+    curated: bool,
+    identity: str,
+    name: Callable[[str], str],
+    left_out: set[int],
+) -> _Table:
+    summary: dict[str, Any] = {
+        "config": question.key,
+        "kind": question.kind,
+        "prompt": question.prompt,
+        "ordered": question.ordered,
+        "labels": [],
+        "annotators": [],
+    }
+    if question.kind == Question.Kind.CATEGORICAL:
+        labels = list(question.labels.all())
+        summary["labels"] = [{"name": label.key, "display": label.name} for label in labels]
+        rows = _categorical_rows(
+            question, labels, curated=curated, identity=identity, summary=summary
+        )
+        features = hf_features(
+            CATEGORICAL_SCHEMA, class_labels={"label": [label.key for label in labels]}
+        )
+        return _Table(question.key, CATEGORICAL_SCHEMA, features, rows, summary)
+    if question.kind == Question.Kind.CONTINUOUS:
+        recordings = current_traces(question=question).exclude(annotator_id__in=left_out)
+        rows = _noting_annotators(trace_rows(recordings, name=name), summary)
+        return _Table(question.key, TRACE_SCHEMA, hf_features(TRACE_SCHEMA), rows, summary)
+    rows = _noting_annotators(
+        judgement_rows(question=question, name=name, left_out=left_out), summary
+    )
+    return _Table(question.key, JUDGEMENT_SCHEMA, hf_features(JUDGEMENT_SCHEMA), rows, summary)
+
+
+def _noting_annotators(
+    rows: Iterable[dict[str, Any]], summary: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
+    seen: dict[str, None] = {}
+    for row in rows:
+        seen.setdefault(row["annotator"])
+        yield row
+    summary["annotators"] = list(seen)
+
+
+def _categorical_rows(
+    question: Question,
+    labels: list[Any],
+    *,
+    curated: bool,
+    identity: str,
+    summary: dict[str, Any],
+) -> Iterator[dict[str, Any]]:
+    """The question's current answers with the label as its scale index; collects the round-1
+    ratings (annotator x item codes) for the agreement figures as it goes."""
+    index = {label.key: k for k, label in enumerate(labels)}
+    ratings: dict[tuple[str, str], int] = {}
+    rows = annotation_export_rows(
+        study=question.study, curated=curated, identity=identity, question_id=question.pk
+    )
+    for row in rows:
+        label = index[row["label"]]
+        if row["round"] == 1:
+            ratings[row["annotator"], row["item"]] = label
+        yield {
+            "item": row["item"],
+            "annotator": row["annotator"],
+            "round": row["round"],
+            "label": label,
+            "time_spent_ms": row["time_spent_ms"],
+            "created_at": row["created_at"],
+        }
+    summary["annotators"] = sorted({annotator for annotator, _ in ratings})
+    summary["_ratings"] = ratings
+
+
+def _agreement(ratings: dict[tuple[str, str], int] | None, *, ordered: bool) -> dict[str, Any]:
+    """Krippendorff's alpha (and Fleiss' kappa when unordered) with 95 % item-bootstrap /
+    analytic intervals on the round-1 ratings; empty when there are none."""
+    if not ratings:
+        return {"agreement": {}}
+    annotators = sorted({a for a, _ in ratings})
+    items = sorted({i for _, i in ratings})
+    row, column = {a: k for k, a in enumerate(annotators)}, {i: k for k, i in enumerate(items)}
+    matrix = np.full((len(annotators), len(items)), np.nan)
+    for (annotator, item), code in ratings.items():
+        matrix[row[annotator], column[item]] = code
+    intervals = indicator_intervals_categorical(
+        matrix, ordered=ordered, n_boot=N_BOOT, confidence=CONFIDENCE, seed=0
+    )
+    figures = {}
+    for key in ("alpha", "fleiss_kappa"):
+        if key in intervals:
+            interval = intervals[key]
+            figures[key] = {
+                "estimate": _finite(interval.estimate),
+                "low": _finite(interval.low),
+                "high": _finite(interval.high),
+                "n_items": int(interval.n),
+            }
+    return {"agreement": figures}
+
+
+def _finite(value: float) -> float | None:
+    value = float(value)
+    return None if math.isnan(value) else round(value, 4)
+
+
+def dataset_card(*, study: Study, record: Mapping[str, Any]) -> str:
+    """The dataset card (README.md): YAML header with licence and configs, then provenance."""
+    export = record["export"]
+    options = record["options"]
+    configs = ["items"] + [summary["config"] for summary in record["questions"]]
+    header = [
+        "---",
+        f"license: {options['license']}",
+        f"pretty_name: {json.dumps(study.name)}",
+        "tags:",
+        "- annotation-studio",
+        "- human-annotation",
+        "configs:",
+    ]
+    for config in configs:
+        header += [
+            f"- config_name: {config}",
+            "  data_files:",
+            "  - split: train",
+            f"    path: data/{config}.parquet",
+        ]
+    header.append("---")
+    software = export["software"]
+    lines = [
+        f"# {study.name}",
+        "",
+        f"Annotations exported from annotation-studio (study {study.pk}, status "
+        f"{study.status}) on {record['generated_at']}.",
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        "",
+        f'answers = load_dataset("path/to/this/folder", "{configs[-1]}")',
+        "```",
+        "",
+        "## Questions",
+        "",
+    ]
+    for summary in record["questions"]:
+        lines += _question_section(summary)
+    lines += _annotator_section(export, options)
+    lines += [
+        "## Files",
+        "",
+        "| file | rows | bytes | sha256 |",
+        "|---|---|---|---|",
+        *(
+            f"| `{path}` | {info['rows']} | {info['bytes']} | `{info['sha256']}` |"
+            for path, info in record["files"].items()
+        ),
+        "",
+        "## Provenance",
+        "",
+        f"- Software: {software['name']} {software['version']}, commit "
+        f"{software['git_commit'] or 'unknown'}.",
+        f"- Curated: {'yes' if options['curated'] else 'no'}; annotators named by "
+        f"{options['annotators']}.",
+        "- `provenance.json` beside this card holds the full record (every exclusion with the "
+        "flags behind it, the open flags of the annotators kept).",
+        "",
+        "## Licence",
+        "",
+        f"`{options['license']}` (set by the study's manager at export).",
+        "",
+    ]
+    return "\n".join(header + lines)
+
+
+def _question_section(summary: Mapping[str, Any]) -> list[str]:
+    lines = [
+        f"### `{summary['config']}` ({summary['kind']})",
+        "",
+        f"Prompt: {summary['prompt']}",
+        "",
+        f"{summary.get('rows', 0)} rows from {len(summary['annotators'])} annotators.",
+        "",
+    ]
+    if summary["labels"]:
+        scale = "ordered (ordinal)" if summary["ordered"] else "unordered (nominal)"
+        lines += [
+            f"Labels, {scale}; `label` is a ClassLabel whose index is the position below:",
+            "",
+            *(
+                f"{k}. `{label['name']}`: {label['display']}"
+                for k, label in enumerate(summary["labels"])
+            ),
+            "",
+        ]
+    for key, figure in summary.get("agreement", {}).items():
+        title = {"alpha": "Krippendorff's alpha", "fleiss_kappa": "Fleiss' kappa"}[key]
+        if figure["estimate"] is None:
+            lines.append(f"- {title}: too little overlap ({figure['n_items']} items).")
+        else:
+            lines.append(
+                f"- {title}: {figure['estimate']:.3f} "
+                f"[{figure['low']:.3f}, {figure['high']:.3f}] (95 %, "
+                f"{figure['n_items']} items with 2+ ratings, round 1, annotators in this file)"
+            )
+    if summary.get("agreement"):
+        lines.append("")
+    return lines
+
+
+def _annotator_section(export: Mapping[str, Any], options: Mapping[str, Any]) -> list[str]:
+    counts = export["counts"]
+    lines = [
+        "## Annotators",
+        "",
+        f"{counts['annotators_kept']} of the {counts['annotators_total']} annotators who "
+        f"answered are in these files ({counts['rows_exported']} of {counts['rows_total']} "
+        "current answers).",
+        "",
+    ]
+    if export["exclusions"]:
+        applied = "left out of these files" if options["curated"] else "kept (uncurated export)"
+        lines += [f"Excluded on the quality dashboard ({applied}):", ""]
+        lines += [
+            f"- {e['annotator']}: {e['reason'] or 'no reason given'} "
+            f"(by {e['excluded_by']}, {e['excluded_at']}; {len(e['flags'])} flags)"
+            for e in export["exclusions"]
+        ]
+        lines.append("")
+    else:
+        lines += ["No annotator was excluded.", ""]
+    return lines
+
+
+def dataset_response(
+    *, study: Study, curated: bool = True, identity: str = USERNAMES, license: str = "other"
+) -> FileResponse:
+    """The zip of :func:`dataset_zip` as a download, built in a temporary file (not memory)."""
+    stream = tempfile.TemporaryFile()  # noqa: SIM115 (FileResponse closes it when sent)
+    try:
+        dataset_zip(study=study, stream=stream, curated=curated, identity=identity, license=license)
+    except BaseException:
+        stream.close()
+        raise
+    stream.seek(0)
+    return FileResponse(
+        stream,
+        as_attachment=True,
+        filename=f"study-{study.pk}-huggingface.zip",
+        content_type="application/zip",
+    )

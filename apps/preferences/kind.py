@@ -1,0 +1,77 @@
+"""The pairwise-preference question kind: which of two items is preferred (or equal).
+
+Registered once in ``settings.QUESTION_KINDS`` as ``apps.preferences.kind.PAIRWISE``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from analytics.indicators import Derived, Indicator
+from analytics.intervals import IntervalSet
+from analytics.models import QualityState
+from apps.preferences import quality
+from apps.preferences.exporting import judgement_rows, score_rows
+from apps.preferences.models import clean_pairwise_settings
+from apps.preferences.selectors import judgement_progress
+from apps.studies.kinds import QuestionKind
+from apps.studies.models import Question
+from core.types import Account
+
+
+class PairwiseKind(QuestionKind):
+    """Judgements of item pairs on the compare page (not in the item queue)."""
+
+    key = Question.Kind.PAIRWISE.value
+    label = Question.Kind.PAIRWISE.label
+    indicators = quality.INDICATORS
+    count = quality.JUDGEMENTS.key
+    agreement = quality.OUTCOME_KAPPA.key
+    study_figures = (quality.POOLED_TRANSITIVITY_KAPPA,)
+    answers_label = "Judgements"
+    heatmap_note = "Cohen's kappa of each pair on the outcomes of the pairs both judged"
+    overlap_unit = "pairs"
+    annotators_note = (
+        "Transitivity kappa is corrected for the chance level of an annotator answering at "
+        "random with their own share of ties (3/4 with no ties; Amidei's fixed 13/27 holds only "
+        "when a third of the answers are ties), so a random annotator scores about 0 however "
+        'often they press "equal".'
+    )
+    export_functions = {"judgements": judgement_rows, "scores": score_rows}
+
+    def clean_settings(self, raw: Any) -> dict[str, Any]:
+        return clean_pairwise_settings(raw).as_dict()
+
+    def progress(self, *, question: Question, annotator: Account) -> dict[str, int]:
+        return judgement_progress(question=question, annotator=annotator)
+
+    def process(self, *, question_id: int) -> int:
+        return quality.quality_judgements_process(question_id=question_id)
+
+    def rebuild(self, *, question_id: int) -> Any:
+        return quality.quality_judgements_rebuild(question_id=question_id)
+
+    def waiting(self, question_id: int) -> int:
+        return quality.judgements_waiting(question_id)
+
+    def derive(self, state: QualityState, question: Question, *, with_map: bool) -> Derived:
+        return quality.derive_question(state, question, with_map=with_map)
+
+    def intervals(self, question: Question) -> IntervalSet | None:
+        """Transitivity kappa of each annotator
+        (:func:`apps.preferences.quality.judgement_intervals`)."""
+        return quality.judgement_intervals(question)
+
+    def indicators_for(self, question: Question) -> tuple[Indicator, ...]:
+        """The indicators with the question's own transitivity floor (``kappa_floor``)."""
+        floor = clean_pairwise_settings(question.settings).kappa_floor
+        return tuple(
+            replace(spec, rule=replace(spec.rule, floor=floor))
+            if spec is quality.TRANSITIVITY_KAPPA and spec.rule is not None
+            else spec
+            for spec in self.indicators
+        )
+
+
+PAIRWISE = PairwiseKind()

@@ -1,0 +1,469 @@
+"""Live quality of pairwise-preference questions: statistics, indicators and their specs.
+
+The question's :class:`~analytics.models.QualityState` holds a
+:class:`~analytics.sufficient_stats.PairwiseStats` (``annotator_ids`` fixes the annotator axis).
+Only the judgements kept count: an undo (:class:`~apps.preferences.models.Retraction`) takes
+its judgement out of every statistic. An annotator's judgements and undos are their *events*,
+counted 1, 2, ... (:func:`_kept_after` orders them); the ``applied`` column holds how many of
+them the state has applied. After a judgement or an undo commits,
+:func:`quality_judgements_apply` replaces the annotator's row (judgements, time, triplet counts,
+audits, contradictions, where pruning stopped) from their own kept judgements only, and moves
+each pair whose latest kept outcome changed since the last update from the "before" to the
+"after" outcome in the pair confusion. Another annotator's outcome on a shared pair is the one
+of their judgements kept after the events their own update has applied, so each relation is
+counted exactly once, whatever order the updates run in. :func:`quality_judgements_rebuild`
+recomputes the pair confusion from scratch in one vectorised pass; :func:`derive_pairwise`
+turns the statistics into the indicators declared below.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+from django.db import transaction
+from django.db.models import Count, Q, QuerySet
+from numpy.typing import NDArray
+
+from analytics.config import quality_config
+from analytics.indicators import (
+    Derived,
+    FlagRule,
+    Indicator,
+    StudyFigure,
+    json_ready,
+    pair_matrices,
+    ratio,
+    with_others,
+)
+from analytics.intervals import IntervalSet, in_evidence_units
+from analytics.metrics.categorical import kappa_from_confusion, pairwise_confusion
+from analytics.metrics.intervals import indicator_intervals_pairwise
+from analytics.metrics.krippendorff import coincidence_matrix
+from analytics.metrics.preferences import transitivity_kappa_from_counts
+from analytics.models import QualityState
+from analytics.pipeline import annotator_index, publish_after_commit, state_for_update
+from analytics.sufficient_stats import PAIRWISE_COLUMNS, PairwiseStats
+from apps.preferences.models import Judgement, PairSession, clean_pairwise_settings
+from apps.preferences.selectors import consistency
+from apps.studies.models import Question
+
+# The transitivity floor is the question's ``kappa_floor`` (PairwiseKind.indicators_for); 0.4
+# is the settings' default.
+JUDGEMENTS = Indicator("judgements", "Judgements", "{:.0f}")
+SECONDS_PER_JUDGEMENT = Indicator("seconds_per_judgement", "Seconds / judgement", "{:.1f}")
+TRANSITIVITY_KAPPA = Indicator(
+    "transitivity_kappa",
+    "Transitivity kappa",
+    direction="higher",
+    rule=FlagRule("transitivity kappa", floor=0.4),
+    evidence="triplets",
+    interval="transitivity_kappa",
+)
+CONTRADICTION_RATE = Indicator(
+    "contradiction_rate",
+    "Audit contradictions",
+    "{:.0%}",
+    direction="lower",
+    rule=FlagRule("audit contradiction rate"),
+    evidence="audits",
+)
+PRUNING_STOPPED_AT = Indicator("pruning_stopped_at", "Pruning stopped after", "{:.0f}")
+OUTCOME_KAPPA = Indicator(
+    "outcome_kappa",
+    "Kappa with others",
+    direction="higher",
+    rule=FlagRule("kappa with others on shared pairs"),
+    evidence="pairs",
+)
+AGREEMENT = Indicator("agreement", "Same outcome on shared pairs", "{:.0%}")
+INDICATORS = (
+    JUDGEMENTS,
+    SECONDS_PER_JUDGEMENT,
+    TRANSITIVITY_KAPPA,
+    CONTRADICTION_RATE,
+    PRUNING_STOPPED_AT,
+    OUTCOME_KAPPA,
+    AGREEMENT,
+)
+POOLED_TRANSITIVITY_KAPPA = StudyFigure("pooled_transitivity_kappa", "Pooled transitivity kappa")
+
+
+PairKey = tuple[int, int]
+
+
+def _pair_code(judgement: Judgement) -> tuple[PairKey, int]:
+    """The judgement's pair (smaller item id first) and outcome code 0, 1, 2 in that
+    orientation (2: the smaller id preferred, 1: tie, 0: the larger id preferred)."""
+    a, b, outcome = judgement.as_tuple()
+    return (a, b) if a < b else (b, a), (outcome if a < b else -outcome) + 1
+
+
+def _history(question_id: int, **filters: object) -> QuerySet[Judgement]:
+    """Judgements of a pairwise question with their retraction, if any, in one query."""
+    return (
+        Judgement.objects.filter(question_id=question_id, **filters)
+        .select_related("retraction")
+        .order_by("annotator_id", "sequence")
+    )
+
+
+def _retraction_id(judgement: Judgement) -> int | None:
+    return judgement.retraction.pk if hasattr(judgement, "retraction") else None
+
+
+def _event_count(judgements: Sequence[Judgement]) -> int:
+    """An annotator's events: their judgements and their undos."""
+    return len(judgements) + sum(_retraction_id(j) is not None for j in judgements)
+
+
+def _kept_after(judgements: Sequence[Judgement], events: int | None = None) -> list[Judgement]:
+    """The judgements of one annotator (all of them, in sequence order) kept after their first
+    ``events`` events (default: all), in sequence order.
+
+    The annotator's judgements and undos happen one at a time (both under their session's
+    lock) and an undo retracts the latest judgement kept, so the kept judgements form a stack:
+    the events replay as pushes in sequence order and pops in retraction order, the next
+    retraction as soon as its judgement is on top (before it is on top, only a later judgement
+    can come; once it is, a later judgement would have to be retracted first).
+    """
+    pushes = deque(judgements)
+    retracted = [j for j in judgements if _retraction_id(j) is not None]
+    pops = deque(sorted(retracted, key=lambda j: j.retraction.pk))
+    stack: list[Judgement] = []
+    for _ in range(_event_count(judgements) if events is None else events):
+        if pops and stack and stack[-1].pk == pops[0].pk:
+            stack.pop()
+            pops.popleft()
+        else:
+            stack.append(pushes.popleft())
+    return stack
+
+
+def _annotator_row(
+    judgements: Sequence[Judgement], *, strict: bool, stopped_at: int | None, applied: int
+) -> NDArray[np.float64]:
+    """The annotator's :data:`PAIRWISE_COLUMNS` from their kept judgements (in sequence
+    order), ``applied`` events in."""
+    found = consistency(judgements, strict=strict)
+    timed = [j.time_spent_ms for j in judgements if j.time_spent_ms is not None]
+    row = {
+        "judgements": len(judgements),
+        "time_ms": sum(timed),
+        "timed": len(timed),
+        "n_transitive": found.n_transitive,
+        "n_complete": found.n_complete,
+        "audits": sum(j.phase == Judgement.Phase.AUDIT for j in judgements),
+        "contradictions": sum(j.contradicts for j in judgements),
+        "pruning_stopped_at": stopped_at or 0,
+        "applied": applied,
+    }
+    return np.array([row[name] for name in PAIRWISE_COLUMNS], dtype=float)
+
+
+def _latest_codes(judgements: Iterable[Judgement]) -> dict[PairKey, int]:
+    """The latest outcome code of each pair (judgements in sequence order)."""
+    return dict(_pair_code(j) for j in judgements)
+
+
+def _shared_pair_views(
+    *,
+    question_id: int,
+    annotator_id: int,
+    pairs: set[PairKey],
+    stats: PairwiseStats,
+    index: Mapping[int, int],
+) -> dict[PairKey, dict[int, int]]:
+    """Other annotators' latest outcome code on each of ``pairs`` (row -> code) among their
+    judgements kept after the events the state has applied."""
+    either = Q()
+    for lo, hi in pairs:
+        either |= Q(item_a_id=lo, item_b_id=hi) | Q(item_a_id=hi, item_b_id=lo)
+    sharing = Judgement.objects.filter(either, question_id=question_id).values("annotator_id")
+    by_annotator: dict[int, list[Judgement]] = {}
+    for judgement in _history(question_id, annotator_id__in=sharing).exclude(
+        annotator_id=annotator_id
+    ):
+        by_annotator.setdefault(judgement.annotator_id, []).append(judgement)
+    applied = stats.column("applied")
+    views: dict[PairKey, dict[int, int]] = {pair: {} for pair in pairs}
+    for other, theirs in by_annotator.items():
+        row = index.get(other)
+        if row is None:
+            continue
+        for pair, code in _latest_codes(_kept_after(theirs, int(applied[row]))).items():
+            if pair in views:
+                views[pair][row] = code
+    return views
+
+
+@transaction.atomic
+def quality_judgements_apply(*, question_id: int, annotator_id: int) -> None:
+    """Bring the annotator's part of a pairwise question's statistics up to date with their
+    judgements and undos, then publish after the commit. Idempotent: events already applied
+    are not counted again."""
+    question = Question.objects.get(pk=question_id)
+    state = state_for_update(question_id)
+    index = annotator_index(state, annotator_id)
+    k = index[annotator_id]
+    stats = PairwiseStats.from_bytes(state.stats, n_annotators=len(state.annotator_ids))
+    stats = stats.grown(n_annotators=len(index))
+    mine = list(_history(question_id, annotator_id=annotator_id))
+    applied, events = int(stats.column("applied")[k]), _event_count(mine)
+    kept = _kept_after(mine)
+    before = _latest_codes(_kept_after(mine, applied))
+    after = _latest_codes(kept)
+    touched = {pair for pair in before.keys() | after.keys() if before.get(pair) != after.get(pair)}
+    if touched:
+        views = _shared_pair_views(
+            question_id=question_id,
+            annotator_id=annotator_id,
+            pairs=touched,
+            stats=stats,
+            index=index,
+        )
+        for pair, others in views.items():
+            old = {(row, 1): (code, None) for row, code in others.items()}
+            new = dict(old)
+            if pair in before:
+                old[(k, 1)] = (before[pair], None)
+            if pair in after:
+                new[(k, 1)] = (after[pair], None)
+            stats.pairs.replace_item(old, new)
+    session = PairSession.objects.filter(question_id=question_id, annotator_id=annotator_id)
+    stats.per_annotator[k] = _annotator_row(
+        kept,
+        strict=clean_pairwise_settings(question.settings).strict,
+        stopped_at=session.values_list("pruning_stopped_at", flat=True).first(),
+        applied=events,
+    )
+    state.annotator_ids = list(index)
+    state.stats = stats.to_bytes()
+    state.n_applied += events - applied
+    state.save()
+    publish_after_commit(question_id)
+
+
+def _judgements_behind(question_id: int) -> dict[int, int]:
+    """Annotators of a pairwise question whose events (judgements and undos) the state lags
+    behind, with how many of them it has not applied."""
+    latest = dict(
+        Judgement.objects.filter(question_id=question_id)
+        .values("annotator_id")
+        .annotate(last=Count("pk") + Count("retraction"))
+        .values_list("annotator_id", "last")
+    )
+    state = QualityState.objects.filter(question_id=question_id).first()
+    applied: dict[int, int] = {}
+    if state is not None and state.annotator_ids:
+        stats = PairwiseStats.from_bytes(state.stats, n_annotators=len(state.annotator_ids))
+        column = stats.column("applied")
+        applied = {a: int(column[k]) for k, a in enumerate(state.annotator_ids)}
+    return {a: last - applied.get(a, 0) for a, last in latest.items() if last > applied.get(a, 0)}
+
+
+def judgements_waiting(question_id: int) -> int:
+    """How many judgements and undos of a pairwise question its state has not applied yet."""
+    return sum(_judgements_behind(question_id).values())
+
+
+def quality_judgements_process(*, question_id: int) -> int:
+    """Apply every annotator of a pairwise question whose judgements or undos the state lags
+    behind (the pipeline's processor for this kind); returns how many annotators were updated.
+
+    The state keeps, per annotator, how many of their events it has applied, so this needs no
+    outbox flag: a repeated or concurrent call finds nothing more to do.
+    """
+    behind = _judgements_behind(question_id)
+    for annotator_id in behind:
+        quality_judgements_apply(question_id=question_id, annotator_id=annotator_id)
+    return len(behind)
+
+
+@transaction.atomic
+def quality_judgements_rebuild(*, question_id: int) -> None:
+    """Recompute a pairwise question's statistics from every judgement kept, then publish."""
+    question = Question.objects.get(pk=question_id)
+    strict = clean_pairwise_settings(question.settings).strict
+    state = state_for_update(question_id)
+    judgements = list(_history(question_id))
+    by_annotator: dict[int, list[Judgement]] = {}
+    for judgement in judgements:
+        by_annotator.setdefault(judgement.annotator_id, []).append(judgement)
+    index = annotator_index(state, *by_annotator)
+    stats = PairwiseStats(len(index))
+    stopped = dict(
+        PairSession.objects.filter(question_id=question_id).values_list(
+            "annotator_id", "pruning_stopped_at"
+        )
+    )
+    latest: dict[tuple[int, PairKey], int] = {}
+    events = 0
+    for user_id, mine in by_annotator.items():
+        kept, applied = _kept_after(mine), _event_count(mine)
+        events += applied
+        stats.per_annotator[index[user_id]] = _annotator_row(
+            kept, strict=strict, stopped_at=stopped.get(user_id), applied=applied
+        )
+        for pair, code in _latest_codes(kept).items():
+            latest[(index[user_id], pair)] = code
+    if latest:
+        pairs, column = np.unique(
+            np.array([pair for _, pair in latest], dtype=np.int64), axis=0, return_inverse=True
+        )
+        ratings = np.full((len(index), len(pairs)), np.nan)
+        rows = np.array([row for row, _ in latest], dtype=np.intp)
+        ratings[rows, column.ravel()] = np.fromiter(latest.values(), dtype=float)
+        domain = np.arange(3, dtype=np.float64)
+        stats.pairs.confusion = pairwise_confusion(ratings, values=domain)
+        stats.pairs.coincidence = coincidence_matrix(ratings, values=domain)
+    state.annotator_ids = list(index)
+    state.stats = stats.to_bytes()
+    state.n_applied = events
+    state.save()
+    publish_after_commit(question_id)
+
+
+def derive_pairwise(
+    stats: PairwiseStats,
+    *,
+    annotators: Sequence[int],
+    strict: bool,
+    min_overlap: int,
+    with_map: bool = True,
+) -> Derived:
+    r"""Indicators of a pairwise-preference question from its sufficient statistics.
+
+    Parameters
+    ----------
+    stats : PairwiseStats
+        Per-annotator counts and the pair-outcome confusion over ``M`` annotators.
+    annotators : sequence of int, length M
+        User ids of the annotator axis.
+    strict : bool
+        Strict preferences (no ties: chance level 3/4 in transitivity kappa).
+    min_overlap : int
+        Annotator pairs sharing fewer judged pairs get no kappa (nan).
+    with_map : bool
+        Compute the MDS map of the kappa matrix.
+
+    Returns
+    -------
+    Derived
+        Indicators ``judgements``, ``seconds_per_judgement``, ``transitivity_kappa`` (Amidei,
+        with the chance level of a random annotator with this annotator's own tie rate,
+        :func:`analytics.metrics.transitivity_chance`; over the triplets that test the
+        annotator: see
+        :func:`apps.preferences.selectors.consistency`), ``contradiction_rate`` (audits that
+        contradicted what earlier answers implied), ``pruning_stopped_at`` (judgements after
+        which kappa fell below the floor, ``None`` while pruning), ``outcome_kappa``
+        (overlap-weighted Cohen's kappa with the others on the outcomes of shared pairs),
+        ``agreement`` (share of shared pairs judged the same way); evidence ``triplets``,
+        ``pairs`` and ``audits``; study figure ``pooled_transitivity_kappa`` (summed triplet
+        counts); matrices ``kappa``, ``agreement``, ``overlap``, ``order`` and ``mds``.
+
+    Notes
+    -----
+    With pooled counts :math:`n_T = \sum_k n_{T,k}` and :math:`n_C = \sum_k n_{C,k}`,
+
+    .. math:: K_{pooled} = \frac{n_T / n_C - P(E)}{1 - P(E)}
+
+    where P(E) is the chance level of the pooled tie rate (ties over judged pairs).
+    """
+    m = stats.n_annotators
+    confusion = stats.pairs.confusion
+    overlap = confusion.sum(axis=(2, 3))
+    kappa = np.asarray(kappa_from_confusion(confusion), dtype=float).reshape(m, m)
+    kappa, kappa_others = with_others(kappa, overlap, min_overlap=min_overlap)
+    same = np.trace(confusion, axis1=2, axis2=3)
+    agreement = ratio(same, overlap)
+    others = ~np.eye(m, dtype=bool)
+    agreement_others = ratio((same * others).sum(axis=1), (overlap * others).sum(axis=1))
+    transitive, complete = stats.column("n_transitive"), stats.column("n_complete")
+    pairs = np.diagonal(overlap)
+    ties = confusion[np.arange(m), np.arange(m), 1, 1]
+    tie_rate = ratio(ties, pairs)
+    transitivity = [
+        transitivity_kappa_from_counts(
+            int(t), int(c), strict=strict, tie_rate=float(r) if np.isfinite(r) else 0.0
+        )
+        for t, c, r in zip(transitive, complete, tie_rate, strict=True)
+    ]
+    judgements = stats.column("judgements")
+    stopped = stats.column("pruning_stopped_at")
+    return Derived(
+        annotators=list(annotators),
+        indicators={
+            JUDGEMENTS.key: json_ready(judgements),
+            SECONDS_PER_JUDGEMENT.key: json_ready(
+                ratio(stats.column("time_ms"), stats.column("timed")) / 1000.0
+            ),
+            TRANSITIVITY_KAPPA.key: json_ready(np.array(transitivity, dtype=float)),
+            CONTRADICTION_RATE.key: json_ready(
+                ratio(stats.column("contradictions"), stats.column("audits"))
+            ),
+            PRUNING_STOPPED_AT.key: json_ready(np.where(stopped > 0, stopped, np.nan)),
+            OUTCOME_KAPPA.key: json_ready(kappa_others),
+            AGREEMENT.key: json_ready(agreement_others),
+        },
+        evidence={
+            "triplets": [int(n) for n in complete],
+            "pairs": [int(n) for n in pairs],
+            "audits": [int(n) for n in stats.column("audits")],
+        },
+        study={
+            POOLED_TRANSITIVITY_KAPPA.key: json_ready(
+                transitivity_kappa_from_counts(
+                    int(transitive.sum()),
+                    int(complete.sum()),
+                    strict=strict,
+                    tie_rate=float(ties.sum() / pairs.sum()) if pairs.sum() else 0.0,
+                )
+            ),
+            "n_ratings": int(judgements.sum()),
+            "n_annotators": int((judgements > 0).sum()),
+        },
+        matrices={
+            "kappa": json_ready(kappa),
+            "agreement": json_ready(agreement),
+            "overlap": [[int(n) for n in row] for row in overlap],
+            **pair_matrices(kappa, with_map=with_map),
+        },
+    )
+
+
+def derive_question(state: QualityState, question: Question, *, with_map: bool) -> Derived:
+    """:func:`derive_pairwise` of a question's stored state."""
+    return derive_pairwise(
+        PairwiseStats.from_bytes(state.stats, n_annotators=len(state.annotator_ids)),
+        annotators=state.annotator_ids,
+        strict=clean_pairwise_settings(question.settings).strict,
+        min_overlap=quality_config().min_overlap,
+        with_map=with_map,
+    )
+
+
+def judgement_intervals(question: Question) -> IntervalSet | None:
+    """95 % jackknife intervals of each annotator's transitivity kappa (items left out in turn,
+    :func:`~analytics.metrics.intervals.indicator_intervals_pairwise`) from their kept
+    judgements, with the chance level of their own tie rate, ``n`` in complete triplets.
+    ``None`` before the first judgement."""
+    state = QualityState.objects.filter(question=question).first()
+    if state is None or not state.annotator_ids:
+        return None
+    row_of = {a: k for k, a in enumerate(state.annotator_ids)}
+    judgements: list[list[tuple[int, int, int]]] = [[] for _ in row_of]
+    kept = Judgement.objects.kept().filter(question=question).order_by("annotator_id", "sequence")
+    for judgement in kept:
+        if judgement.annotator_id in row_of:
+            judgements[row_of[judgement.annotator_id]].append(judgement.as_tuple())
+    found = indicator_intervals_pairwise(
+        judgements, strict=clean_pairwise_settings(question.settings).strict
+    )
+    evidence = derive_question(state, question, with_map=False).evidence
+    return IntervalSet(
+        annotators=state.annotator_ids,
+        per_annotator=in_evidence_units(found, INDICATORS, evidence),
+        study={},
+    )

@@ -1,0 +1,55 @@
+"""API of a study's gold answers (managers only): list, set, remove."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.viewsets import GenericViewSet
+
+from apps.recruitment.api.serializers import GoldAnswerSerializer
+from apps.recruitment.models import GoldAnswer
+from apps.recruitment.services import gold_answer_set
+from apps.studies.api.permissions import InStudyMixin, IsStudyManager
+
+STUDY_PK = OpenApiParameter("study_pk", OpenApiTypes.INT, OpenApiParameter.PATH)
+
+
+@extend_schema(parameters=[STUDY_PK])
+class GoldAnswerViewSet(
+    InStudyMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    GenericViewSet,
+):
+    """Known answers for training and attention checks; annotators never see them.
+
+    ``POST`` creates or replaces the answer for an (item, question) pair.
+    """
+
+    serializer_class = GoldAnswerSerializer
+    permission_classes = [IsAuthenticated, IsStudyManager]
+
+    def get_queryset(self) -> QuerySet[GoldAnswer]:
+        if getattr(self, "swagger_fake_view", False):
+            return GoldAnswer.objects.none()
+        return GoldAnswer.objects.filter(item__study=self.study).select_related("item", "question")
+
+    def create(self, request: Request, study_pk: str) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        gold = gold_answer_set(
+            item=get_object_or_404(self.study.items, external_id=data["item"]["external_id"]),
+            question=get_object_or_404(self.study.questions, key=data["question"]["key"]),
+            value=data["value"],
+            reason=data.get("reason", ""),
+            use=data.get("use", GoldAnswer.Use.CHECK),
+        )
+        return Response(GoldAnswerSerializer(gold).data, status=status.HTTP_201_CREATED)

@@ -1,0 +1,60 @@
+"""Forms of recruitment: the manager's settings, consent with the questionnaire, training."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from apps.recruitment.models import GoldAnswer, Recruitment
+from apps.recruitment.questionnaire import questionnaire_form_class
+from apps.recruitment.services import RECRUITMENT_FIELDS
+from core.forms import ServiceFormMixin
+
+
+class RecruitmentForm(ServiceFormMixin, forms.ModelForm):
+    """A study's recruitment settings (written by :func:`recruitment_update`)."""
+
+    completion_url = forms.URLField(
+        required=False,
+        max_length=500,
+        assume_scheme="https",
+        help_text=Recruitment._meta.get_field("completion_url").help_text
+        + " Empty on Prolific: its standard completion address.",
+    )
+
+    class Meta:
+        model = Recruitment
+        fields = RECRUITMENT_FIELDS
+        widgets = {
+            "consent_text": forms.Textarea(attrs={"rows": 8}),
+            "questionnaire": forms.Textarea(attrs={"rows": 6}),
+            "check_rate": forms.NumberInput(attrs={"min": 0, "max": 1, "step": 0.05}),
+            "qualification_threshold": forms.NumberInput(attrs={"min": 0, "max": 1, "step": 0.05}),
+            "attention_floor": forms.NumberInput(attrs={"min": 0, "max": 1, "step": 0.05}),
+        }
+        labels = {"is_open": "Open the link to new participants"}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["questionnaire"].help_text = (
+            'A JSON list, e.g. [{"name": "age", "label": "Your age", "type": "integer", '
+            '"min": 18}]; types: text, integer, number, choice (with "choices"), boolean.'
+        )
+
+
+def consent_form(questionnaire: list[dict[str, Any]], data: Any = None) -> forms.Form:
+    """The questionnaire's form (no fields without one); ``data`` binds it."""
+    return questionnaire_form_class(questionnaire)(data, prefix="q", label_suffix="")
+
+
+class TrainingAnswerForm(ServiceFormMixin, forms.Form):
+    """One label for one training question."""
+
+    gold = forms.IntegerField(widget=forms.HiddenInput)
+    answer = forms.ChoiceField(widget=forms.RadioSelect)
+
+    def __init__(self, *args: Any, gold: GoldAnswer, **kwargs: Any) -> None:
+        super().__init__(*args, initial={"gold": gold.pk}, **kwargs)
+        self.fields["answer"].label = gold.question.prompt
+        self.fields["answer"].choices = [(lab.key, lab.name) for lab in gold.question.labels.all()]

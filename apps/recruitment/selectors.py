@@ -1,0 +1,247 @@
+"""Reads of recruitment: where a participant belongs next, packages, gold accuracy, payments."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Count, Q, QuerySet
+from django.urls import reverse
+from django.utils import timezone
+
+from analytics.metrics.uncertainty import Interval
+from apps.annotations.models import Annotation, Assignment
+from apps.recruitment.models import GoldAnswer, Participant, Recruitment, TrainingAnswer
+from apps.recruitment.quality import wilson_interval
+from apps.studies.models import Study
+from core.types import Visitor
+
+Status = Participant.Status
+
+
+def recruitment_open_by_token(*, token: str) -> Recruitment | None:
+    """The recruitment a link names, with its study."""
+    return Recruitment.objects.select_related("study").filter(token=token).first()
+
+
+def participant_of(*, user: Visitor, study: Study) -> Participant | None:
+    """The user's participation in ``study``, if the user is a recruited participant there."""
+    if not user.is_authenticated:
+        return None
+    return (
+        Participant.objects.select_related("study__recruitment")
+        .filter(user=user, study=study)
+        .first()
+    )
+
+
+def participant_of_user(*, user: Visitor) -> Participant | None:
+    """The participation of a recruited participant's account (any study), else ``None``."""
+    if not user.is_authenticated:
+        return None
+    return Participant.objects.filter(user=user).first()
+
+
+@dataclass(frozen=True)
+class Package:
+    """A participant's work package: answered and total items, and whether time is up."""
+
+    done: int
+    total: int
+    deadline: datetime | None
+
+    @property
+    def complete(self) -> bool:
+        return self.total > 0 and self.done == self.total
+
+    @property
+    def expired(self) -> bool:
+        return self.deadline is not None and timezone.now() > self.deadline
+
+
+def package_of(*, participant: Participant) -> Package:
+    counts = Assignment.objects.filter(
+        study=participant.study_id, annotator_id=participant.user_id
+    ).aggregate(total=Count("id"), done=Count("id", filter=Q(completed_at__isnull=False)))
+    deadline = None
+    if participant.started_at is not None:
+        minutes = participant.study.recruitment.time_limit_minutes
+        deadline = participant.started_at + timedelta(minutes=minutes)
+    return Package(done=counts["done"], total=counts["total"], deadline=deadline)
+
+
+def participant_page(*, participant: Participant) -> str:
+    """The address of the page a participant belongs on now (their phase decides)."""
+    study_id = participant.study_id
+    if participant.status == Status.ARRIVED:
+        return reverse("recruitment:consent", args=[study_id])
+    if participant.status in (Status.CONSENTED, Status.TRAINING):
+        return reverse("recruitment:training", args=[study_id])
+    if participant.status == Status.QUALIFIED:
+        return reverse("recruitment:qualified", args=[study_id])
+    if participant.status == Status.WORKING:
+        package = package_of(participant=participant)
+        if not (package.complete or package.expired):
+            return reverse("annotations:queue", args=[study_id])
+    return reverse("recruitment:end", args=[study_id])
+
+
+def participant_redirect(*, user: Visitor, study: Study) -> str | None:
+    """For the annotator queue: where a recruited participant must go instead, else ``None``.
+
+    ``None`` for everyone who is not a participant of ``study`` and for a participant with an
+    unfinished package inside the time limit.
+    """
+    participant = participant_of(user=user, study=study)
+    if participant is None:
+        return None
+    page = participant_page(participant=participant)
+    return None if page == reverse("annotations:queue", args=[study.pk]) else page
+
+
+def training_next(*, participant: Participant) -> GoldAnswer | None:
+    """The first training question the participant has not answered."""
+    answered = TrainingAnswer.objects.filter(participant=participant).values("gold_id")
+    return (
+        GoldAnswer.objects.filter(item__study=participant.study_id, use=GoldAnswer.Use.TRAINING)
+        .exclude(pk__in=answered)
+        .select_related("item", "question")
+        .first()
+    )
+
+
+def training_progress(*, participant: Participant) -> dict[str, int]:
+    total = GoldAnswer.objects.filter(
+        item__study=participant.study_id, use=GoldAnswer.Use.TRAINING
+    ).count()
+    return {"done": participant.training_answers.count(), "total": total}
+
+
+@dataclass(frozen=True)
+class GoldAccuracy:
+    """One annotator's answers to attention-check items: right ones, all, and the interval."""
+
+    annotator_id: int
+    username: str
+    correct: int
+    checked: int
+    interval: Interval
+
+
+def gold_accuracy(*, study: Study) -> dict[int, GoldAccuracy]:
+    """Per annotator (id), accuracy on the study's attention-check gold answers.
+
+    Counts each live answer (latest revision, not retracted) to a question with a ``check``
+    gold answer, in any round; the interval is Wilson's (:func:`wilson_interval`). Annotators
+    without such answers are absent.
+    """
+    gold = {
+        (g.item_id, g.question_id): g.value
+        for g in GoldAnswer.objects.filter(item__study=study, use=GoldAnswer.Use.CHECK)
+    }
+    if not gold:
+        return {}
+    rows = Annotation.objects.filter(
+        question__study=study,
+        item_id__in={item_id for item_id, _ in gold},
+        current_revision__value__isnull=False,
+    ).values_list("annotator_id", "annotator__username", "item_id", "question_id",
+                  "current_revision__value")  # fmt: skip
+    tally: dict[int, list] = defaultdict(lambda: ["", 0, 0])
+    for annotator_id, username, item_id, question_id, value in rows:
+        expected = gold.get((item_id, question_id))
+        if expected is None:
+            continue
+        entry = tally[annotator_id]
+        entry[0] = username
+        entry[1] += value == expected
+        entry[2] += 1
+    return {
+        annotator_id: GoldAccuracy(annotator_id, username, right, n, wilson_interval(right, n))
+        for annotator_id, (username, right, n) in sorted(tally.items(), key=lambda kv: kv[1][0])
+    }
+
+
+@dataclass(frozen=True)
+class ParticipantRow:
+    """A participant as the manager's page and the payment file show them."""
+
+    participant: Participant
+    done: int
+    total: int
+    seconds: int
+    accuracy: GoldAccuracy | None
+    flagged: bool
+    bonus_eligible: bool
+
+
+def participants_overview(*, study: Study) -> Iterator[ParticipantRow]:
+    """Every participant with items answered, time spent, gold accuracy and flags.
+
+    Time spent runs from arrival to the end of the visit (or now). A participant is flagged
+    when their accuracy on attention checks is below the study's ``attention_floor``; bonus
+    eligible when done, with at least one check answered and not flagged.
+    """
+    recruitment = Recruitment.objects.get(study=study)
+    accuracy = gold_accuracy(study=study)
+    progress = {
+        row["annotator_id"]: row
+        for row in Assignment.objects.filter(study=study, annotator__participation__study=study)
+        .values("annotator_id")
+        .annotate(total=Count("id"), done=Count("id", filter=Q(completed_at__isnull=False)))
+    }
+    now = timezone.now()
+    participants: QuerySet[Participant] = Participant.objects.filter(study=study).select_related(
+        "user"
+    )
+    for participant in participants:
+        counts = progress.get(participant.user_id, {"done": 0, "total": 0})
+        gold = accuracy.get(participant.user_id)
+        flagged = gold is not None and bool(gold.interval.estimate < recruitment.attention_floor)
+        seconds = int(((participant.ended_at or now) - participant.arrived_at).total_seconds())
+        yield ParticipantRow(
+            participant=participant,
+            done=counts["done"],
+            total=counts["total"],
+            seconds=seconds,
+            accuracy=gold,
+            flagged=flagged,
+            bonus_eligible=participant.status == Status.DONE and gold is not None and not flagged,
+        )
+
+
+PAYMENT_HEADER: list[object] = [
+    "platform",
+    "platform_id",
+    "status",
+    "items_done",
+    "items_total",
+    "minutes",
+    "code",
+    "gold_correct",
+    "gold_checked",
+    "gold_accuracy",
+    "bonus_eligible",
+]
+
+
+def payment_rows(*, study: Study) -> Iterator[list[object]]:
+    """The payment file: a header, then one line per participant."""
+    yield PAYMENT_HEADER
+    for row in participants_overview(study=study):
+        p, gold = row.participant, row.accuracy
+        yield [
+            p.platform,
+            p.platform_id,
+            p.status,
+            row.done,
+            row.total,
+            round(row.seconds / 60, 1),
+            p.code_issued,
+            gold.correct if gold else None,
+            gold.checked if gold else None,
+            round(float(gold.interval.estimate), 3) if gold else None,
+            "yes" if row.bonus_eligible else "no",
+        ]

@@ -1,0 +1,338 @@
+"""Every write of recruitment: the link's settings, participants through their phases, gold.
+
+A participant moves ``arrived -> consented -> training -> qualified -> working -> done``, or
+ends early as ``declined``, ``screened_out`` (training below the threshold) or ``timed_out``
+(package unfinished at the time limit; its unfinished items go back to the pool).
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Count, Exists, OuterRef, Q
+from django.utils import timezone
+
+from apps.annotations.models import Assignment
+from apps.annotations.values import clean_value
+from apps.items.models import Item
+from apps.recruitment.gold import GoldSpec
+from apps.recruitment.models import GoldAnswer, Participant, Recruitment, TrainingAnswer
+from apps.studies.models import Membership, Question, Study
+
+Status = Participant.Status
+RECRUITMENT_FIELDS = [
+    "is_open",
+    "platform",
+    "completion_code",
+    "screen_out_code",
+    "completion_url",
+    "items_per_participant",
+    "max_participants",
+    "time_limit_minutes",
+    "check_rate",
+    "qualification_threshold",
+    "attention_floor",
+    "consent_text",
+    "questionnaire",
+]
+
+
+@transaction.atomic
+def recruitment_update(*, study: Study, **fields: Any) -> Recruitment:
+    """Create or change a study's recruitment settings (validated as a whole)."""
+    if unknown := set(fields) - set(RECRUITMENT_FIELDS):
+        raise ValidationError(f"Unknown recruitment fields: {', '.join(sorted(unknown))}")
+    recruitment = Recruitment.objects.filter(study=study).first() or Recruitment(study=study)
+    for name, value in fields.items():
+        setattr(recruitment, name, value)
+    recruitment.full_clean()
+    recruitment.save()
+    return recruitment
+
+
+def _set_status(participant: Participant, status: str, **fields: Any) -> Participant:
+    participant.status = status
+    for name, value in fields.items():
+        setattr(participant, name, value)
+    participant.save(update_fields=["status", *fields])
+    return participant
+
+
+def _locked(participant: Participant) -> Participant:
+    """The participant's row, locked: two tabs cannot move one participant twice."""
+    return (
+        Participant.objects.select_for_update(of=("self",))
+        .select_related("study__recruitment")
+        .get(pk=participant.pk)
+    )
+
+
+@transaction.atomic
+def participant_enter(
+    *, recruitment: Recruitment, platform_id: str, study_id: str = "", session_id: str = ""
+) -> Participant:
+    """The participant with this platform id, created on first arrival.
+
+    A returning id (a second tab, a crash, the link opened again) gets the same participant.
+    New participants are admitted one at a time (the recruitment row is locked) while the link
+    is open, the study running and fewer than ``max_participants`` have arrived: a link cannot
+    make unbounded accounts. The account is pseudonymous (no platform id in its username) and
+    has no usable password; it is an annotator of this study only.
+    """
+    recruitment = (
+        Recruitment.objects.select_for_update(of=("self",))
+        .select_related("study")
+        .get(pk=recruitment.pk)
+    )
+    study = recruitment.study
+    existing = Participant.objects.filter(
+        study=study, platform=recruitment.platform, platform_id=platform_id
+    ).first()
+    if existing is not None:
+        return existing
+    if not recruitment.is_open or not study.is_running:
+        raise ValidationError("This study is not taking participants at the moment.")
+    if Participant.objects.filter(study=study).count() >= recruitment.max_participants:
+        raise ValidationError("This study has all the participants it needs. Thank you!")
+    participant = Participant(
+        study=study,
+        platform=recruitment.platform,
+        platform_id=platform_id,
+        platform_study_id=study_id[:64],
+        platform_session_id=session_id[:64],
+    )
+    participant.full_clean(exclude=["user"])
+    user = get_user_model()(username=f"p{study.pk}-{secrets.token_hex(5)}")
+    user.set_unusable_password()
+    user.save()
+    participant.user = user
+    participant.save()
+    # Not membership_add: that refills every queue, and participants' work comes in packages.
+    Membership.objects.create(study=study, user=user, role=Membership.Role.ANNOTATOR)
+    return participant
+
+
+@transaction.atomic
+def participant_consent(
+    *, participant: Participant, agree: bool, answers: Mapping[str, Any] | None = None
+) -> Participant:
+    """Record consent (with the questionnaire's answers) or its refusal, which ends the visit."""
+    participant = _locked(participant)
+    if participant.status != Status.ARRIVED:
+        return participant
+    if not agree:
+        return _set_status(participant, Status.DECLINED, ended_at=timezone.now())
+    return _set_status(
+        participant, Status.CONSENTED, answers=dict(answers or {}), consented_at=timezone.now()
+    )
+
+
+def training_golds(*, study: Study) -> list[GoldAnswer]:
+    """The study's training questions, in item order."""
+    return list(
+        GoldAnswer.objects.filter(item__study=study, use=GoldAnswer.Use.TRAINING).select_related(
+            "item", "question"
+        )
+    )
+
+
+@transaction.atomic
+def participant_training_answer(
+    *, participant: Participant, gold: GoldAnswer, value: Any
+) -> TrainingAnswer:
+    """Store a training answer and whether it matches the gold one; the first answer counts."""
+    participant = _locked(participant)
+    if participant.status not in (Status.CONSENTED, Status.TRAINING):
+        raise ValidationError("Training is over for you.")
+    if gold.item.study_id != participant.study_id or gold.use != GoldAnswer.Use.TRAINING:
+        raise ValidationError("That is not a training item of this study.")
+    cleaned, _ = clean_value(gold.question, value)
+    answer, _ = TrainingAnswer.objects.get_or_create(
+        participant=participant,
+        gold=gold,
+        defaults={"value": cleaned, "correct": cleaned == gold.value},
+    )
+    if participant.status == Status.CONSENTED:
+        _set_status(participant, Status.TRAINING)
+    return answer
+
+
+@transaction.atomic
+def participant_training_finish(*, participant: Participant) -> Participant:
+    """Qualify or screen out once every training question is answered.
+
+    The score is the share of right answers; at least ``qualification_threshold`` qualifies
+    (a study without training items qualifies everyone). Screened-out participants get the
+    screen-out code.
+    """
+    participant = _locked(participant)
+    if participant.status not in (Status.CONSENTED, Status.TRAINING):
+        return participant
+    total = GoldAnswer.objects.filter(
+        item__study=participant.study, use=GoldAnswer.Use.TRAINING
+    ).count()
+    answers = participant.training_answers.aggregate(
+        n=Count("id"), right=Count("id", filter=Q(correct=True))
+    )
+    if answers["n"] < total:
+        raise ValidationError("Answer every training item first.")
+    score = answers["right"] / total if total else 1.0
+    recruitment = participant.study.recruitment
+    if score >= recruitment.qualification_threshold:
+        return _set_status(participant, Status.QUALIFIED, training_score=score)
+    return _set_status(
+        participant,
+        Status.SCREENED_OUT,
+        training_score=score,
+        code_issued=recruitment.screen_out_code,
+        ended_at=timezone.now(),
+    )
+
+
+def _package_items(*, recruitment: Recruitment, rng: random.Random) -> list[int]:
+    """Item ids of a new package: regular items least assigned so far, checks mixed in."""
+    study = recruitment.study
+    gold = GoldAnswer.objects.filter(item=OuterRef("pk"))
+    regular = (
+        Item.objects.filter(study=study)
+        .exclude(Exists(gold))
+        .annotate(taken=Count("assignments", filter=Q(assignments__round=1)))
+    )
+    if study.overlap:
+        regular = regular.filter(taken__lt=study.overlap)
+    chosen = list(
+        regular.order_by("taken", "position", "id").values_list("id", flat=True)[
+            : recruitment.items_per_participant
+        ]
+    )
+    if not chosen:
+        raise ValidationError("Every item has all the answers it needs; thank you for coming.")
+    checks = list(
+        GoldAnswer.objects.filter(item__study=study, use=GoldAnswer.Use.CHECK)
+        .values_list("item_id", flat=True)
+        .distinct()
+    )
+    n_checks = min(len(checks), round(len(chosen) * recruitment.check_rate))
+    for item_id in rng.sample(sorted(checks), n_checks):
+        chosen.insert(rng.randint(0, len(chosen)), item_id)
+    return chosen
+
+
+@transaction.atomic
+def participant_start_work(*, participant: Participant) -> Participant:
+    """Give a qualified participant their work package (once) and start the clock.
+
+    Abandoned packages of the study are released first, so their items can be handed out
+    again. Packages are made one at a time per study (the recruitment row is locked).
+    """
+    participant = _locked(participant)
+    if participant.status != Status.QUALIFIED:
+        return participant
+    recruitment = Recruitment.objects.select_for_update().get(pk=participant.study.recruitment.pk)
+    participants_release_expired(study=participant.study)
+    items = _package_items(recruitment=recruitment, rng=random.Random(f"package-{participant.pk}"))
+    Assignment.objects.bulk_create(
+        Assignment(
+            study=participant.study, item_id=item_id, annotator_id=participant.user_id, position=n
+        )
+        for n, item_id in enumerate(items)
+    )
+    return _set_status(participant, Status.WORKING, started_at=timezone.now())
+
+
+def _ended(participant: Participant, status: str, code: str) -> Participant:
+    return _set_status(participant, status, code_issued=code, ended_at=timezone.now())
+
+
+@transaction.atomic
+def participant_finish(*, participant: Participant) -> Participant:
+    """Close a finished package (every item answered) and issue the completion code."""
+    participant = _locked(participant)
+    if participant.status != Status.WORKING:
+        return participant
+    if Assignment.objects.filter(
+        study=participant.study, annotator_id=participant.user_id, completed_at__isnull=True
+    ).exists():
+        raise ValidationError("Some items of your package are still unanswered.")
+    return _ended(participant, Status.DONE, participant.study.recruitment.completion_code)
+
+
+def _time_out(participants: Iterable[Participant]) -> int:
+    """Release the unfinished items of ``participants`` (locked rows) and end their visits."""
+    count = 0
+    for participant in participants:
+        Assignment.objects.filter(
+            study=participant.study_id, annotator_id=participant.user_id, completed_at__isnull=True
+        ).delete()
+        _ended(participant, Status.TIMED_OUT, participant.study.recruitment.screen_out_code)
+        count += 1
+    return count
+
+
+@transaction.atomic
+def participants_release_expired(*, study: Study, now: Any = None) -> int:
+    """Time out working participants past the time limit; their unfinished items go back.
+
+    Returns how many were timed out. Their answers so far stay.
+    """
+    recruitment = Recruitment.objects.get(study=study)
+    deadline = (now or timezone.now()) - timedelta(minutes=recruitment.time_limit_minutes)
+    expired = (
+        Participant.objects.select_for_update(of=("self",))
+        .select_related("study__recruitment")
+        .filter(study=study, status=Status.WORKING, started_at__lt=deadline)
+    )
+    return _time_out(expired)
+
+
+@transaction.atomic
+def gold_answers_store(*, study: Study, gold: Mapping[str, list[GoldSpec]]) -> int:
+    """Create or replace the gold answers of imported items, by external id.
+
+    Rows without a gold answer leave an item's gold as it was. Returns the answers written.
+    """
+    items = dict(
+        Item.objects.filter(study=study, external_id__in=list(gold)).values_list(
+            "external_id", "id"
+        )
+    )
+    count = 0
+    for external_id, specs in gold.items():
+        for spec in specs:
+            gold_answer_set(
+                item=Item(pk=items[external_id], study=study),
+                question=spec.question,
+                value=spec.value,
+                reason=spec.reason,
+                use=spec.use,
+            )
+            count += 1
+    return count
+
+
+@transaction.atomic
+def gold_answer_set(
+    *, item: Item, question: Question, value: Any, reason: str = "", use: str = GoldAnswer.Use.CHECK
+) -> GoldAnswer:
+    """Create or replace the known answer to ``question`` about ``item``.
+
+    ``value`` is checked by the question's own validator, as an annotation would be.
+    """
+    if question.study_id != item.study_id:
+        raise ValidationError({"question": "The question belongs to another study."})
+    if question.kind != Question.Kind.CATEGORICAL:
+        raise ValidationError({"question": "Gold answers are for categorical questions."})
+    if use not in GoldAnswer.Use.values:
+        raise ValidationError({"use": f"Use one of {', '.join(GoldAnswer.Use.values)}."})
+    cleaned, _ = clean_value(question, value)
+    gold, _ = GoldAnswer.objects.update_or_create(
+        item=item, question=question, defaults={"value": cleaned, "reason": reason, "use": use}
+    )
+    return gold

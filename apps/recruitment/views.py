@@ -1,0 +1,321 @@
+"""Pages of recruitment: the link participants arrive by, their phases, the manager's page."""
+
+from __future__ import annotations
+
+from urllib.parse import quote, urlencode
+
+from csp.decorators import csp_replace, csp_update
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.forms.models import model_to_dict
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.clickjacking import xframe_options_exempt
+from django.views.decorators.http import require_GET, require_http_methods
+
+from apps.recruitment.forms import RecruitmentForm, TrainingAnswerForm, consent_form
+from apps.recruitment.models import PLATFORM_ID, Participant, Platform, Recruitment
+from apps.recruitment.selectors import (
+    gold_accuracy,
+    package_of,
+    participant_of,
+    participant_of_user,
+    participant_page,
+    participants_overview,
+    payment_rows,
+    recruitment_open_by_token,
+    training_next,
+    training_progress,
+)
+from apps.recruitment.services import (
+    participant_consent,
+    participant_enter,
+    participant_finish,
+    participant_start_work,
+    participant_training_answer,
+    participant_training_finish,
+    participants_release_expired,
+    recruitment_update,
+)
+from apps.recruitment.sessions import participant_session_start
+from apps.studies.access import managed_study
+from apps.studies.models import Study
+from core.csv_files import csv_download
+from core.forms import posted
+from core.markdown import render_markdown
+
+Status = Participant.Status
+PROLIFIC_RETURN = "https://app.prolific.com/submissions/complete?cc={code}"
+MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
+# Where MTurk shows an ExternalQuestion's frame from, and where its answers are posted.
+MTURK_FRAMERS = ["https://worker.mturk.com", "https://workersandbox.mturk.com"]
+MTURK_SUBMIT = {"https://www.mturk.com", "https://workersandbox.mturk.com"}
+# The URL parameters each platform sends: (participant id, its study id, its session id).
+PARAMETERS = {
+    Platform.PROLIFIC: ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"),
+    Platform.MTURK: ("workerId", "hitId", "assignmentId"),
+    Platform.GENERIC: ("pid", "", ""),
+}
+LINK_QUERIES = {
+    Platform.PROLIFIC: "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
+    "&SESSION_ID={{%SESSION_ID%}}",
+    Platform.MTURK: "workerId=…&assignmentId=…&hitId=…&turkSubmitTo=… (added by MTurk)",
+    Platform.GENERIC: "pid=<your panel's participant id>",
+}
+
+
+def _problem(request: HttpRequest, title: str, message: str, *, status: int) -> HttpResponse:
+    context = {"title": title, "message": message}
+    return render(request, "recruitment/problem.html", context, status=status)
+
+
+@require_GET
+def join(request: HttpRequest, token: str) -> HttpResponse:
+    """The recruitment link: sign the participant in by their platform id and send them on."""
+    recruitment = recruitment_open_by_token(token=token)
+    if recruitment is None:
+        raise Http404("No such recruitment link.")
+    id_name, study_name, session_name = PARAMETERS[Platform(recruitment.platform)]
+    if recruitment.platform == Platform.MTURK and (
+        "turkSubmitTo" in request.GET or request.GET.get("assignmentId") == MTURK_PREVIEW
+    ):
+        return mturk_frame(request, recruitment)
+    if request.user.is_authenticated and participant_of_user(user=request.user) is None:
+        message = (
+            f"You are signed in as {request.user.get_username()}. Sign out, or open the "
+            "link in a private window, to take part as a participant."
+        )
+        return _problem(request, "Signed in already", message, status=409)
+    platform_id = request.GET.get(id_name, "").strip()
+    try:
+        PLATFORM_ID(platform_id)
+    except ValidationError:
+        message = f"This link needs your participant id in its {id_name} parameter."
+        return _problem(request, "Participant id missing", message, status=400)
+    try:
+        participant = participant_enter(
+            recruitment=recruitment,
+            platform_id=platform_id,
+            study_id=request.GET.get(study_name, "") if study_name else "",
+            session_id=request.GET.get(session_name, "") if session_name else "",
+        )
+    except ValidationError as exc:
+        return _problem(request, "Not open", " ".join(exc.messages), status=403)
+    participant_session_start(request, participant)
+    return redirect(participant_page(participant=participant))
+
+
+@xframe_options_exempt
+@csp_replace({"frame-ancestors": MTURK_FRAMERS})
+@csp_update({"form-action": sorted(MTURK_SUBMIT)})
+def mturk_frame(request: HttpRequest, recruitment: Recruitment) -> HttpResponse:
+    """The page MTurk shows inside the HIT (an ExternalQuestion): a link that opens the task in
+    a tab of its own (signing in from inside a frame would need third-party cookies), and the
+    form that submits the completion code to MTurk. No one is signed in or created here.
+    """
+    if request.GET.get("assignmentId") == MTURK_PREVIEW:
+        return _problem(request, "Preview", "Accept the HIT to start the task.", status=200)
+    submit_to = request.GET.get("turkSubmitTo", "").rstrip("/")
+    if submit_to not in MTURK_SUBMIT:
+        return _problem(request, "Unknown MTurk site", "This HIT link is malformed.", status=400)
+    task = {key: request.GET.get(key, "") for key in ("workerId", "assignmentId", "hitId")}
+    context = {
+        "task_url": f"{request.path}?{urlencode(task)}",
+        "submit_url": f"{submit_to}/mturk/externalSubmit",
+        "assignment_id": task["assignmentId"],
+    }
+    return render(request, "recruitment/mturk_frame.html", context)
+
+
+def _participant(request: HttpRequest, study_id: int) -> Participant:
+    """The signed-in participant of the study; 404 for everyone else."""
+    participant = participant_of(user=request.user, study=get_object_or_404(Study, pk=study_id))
+    if participant is None:
+        raise Http404("Only the study's recruited participants have this page.")
+    return participant
+
+
+def _elsewhere(participant: Participant, here: str) -> HttpResponse | None:
+    """A redirect to the participant's current page if it is not ``here``."""
+    page = participant_page(participant=participant)
+    return None if page == reverse(here, args=[participant.study_id]) else redirect(page)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def consent(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The consent text and the pre-study questionnaire; agreeing starts the training."""
+    participant = _participant(request, study_id)
+    if away := _elsewhere(participant, "recruitment:consent"):
+        return away
+    recruitment = participant.study.recruitment
+    form = consent_form(recruitment.questionnaire, posted(request))
+    if request.method == "GET" and not (recruitment.consent_text or recruitment.questionnaire):
+        participant = participant_consent(participant=participant, agree=True)
+        return redirect(participant_page(participant=participant))
+    if request.method == "POST":
+        if request.POST.get("action") == "decline":
+            participant = participant_consent(participant=participant, agree=False)
+            return redirect(participant_page(participant=participant))
+        if form.is_valid():
+            participant = participant_consent(
+                participant=participant, agree=True, answers=form.cleaned_data
+            )
+            return redirect(participant_page(participant=participant))
+    context = {
+        "study": participant.study,
+        "consent_text": render_markdown(recruitment.consent_text),
+        "form": form,
+    }
+    status = 422 if form.is_bound and form.errors else 200
+    return render(request, "recruitment/consent.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def training(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Training items one at a time, each answer followed by feedback; then the verdict."""
+    participant = _participant(request, study_id)
+    if away := _elsewhere(participant, "recruitment:training"):
+        return away
+    shown = request.GET.get("feedback", "")
+    feedback = (
+        participant.training_answers.select_related("gold__item", "gold__question")
+        .filter(gold_id=int(shown))
+        .first()
+        if shown.isdigit()
+        else None
+    )
+    gold = training_next(participant=participant)
+    form = None
+    if feedback is None:
+        if gold is None:
+            participant = participant_training_finish(participant=participant)
+            return redirect(participant_page(participant=participant))
+        form = TrainingAnswerForm(posted(request), gold=gold)
+        if form.is_valid() and form.cleaned_data["gold"] == gold.pk:
+            answer = form.apply(
+                participant_training_answer,
+                participant=participant,
+                gold=gold,
+                value=form.cleaned_data["answer"],
+            )
+            if answer is not None:
+                return redirect(f"{request.path}?feedback={gold.pk}")
+    labels = {}
+    if feedback is not None:
+        labels = {lab.key: lab.name for lab in feedback.gold.question.labels.all()}
+    context = {
+        "study": participant.study,
+        "gold": feedback.gold if feedback else gold,
+        "item": (feedback.gold if feedback else gold).item,
+        "form": form,
+        "feedback": feedback,
+        "expected": labels.get(feedback.gold.value.get("label")) if feedback else None,
+        "given": labels.get(feedback.value.get("label")) if feedback else None,
+        "progress": training_progress(participant=participant),
+    }
+    status = form.http_status if form is not None else 200
+    return render(request, "recruitment/training.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def qualified(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Training passed: the button that hands out the work package."""
+    participant = _participant(request, study_id)
+    if away := _elsewhere(participant, "recruitment:qualified"):
+        return away
+    if request.method == "POST":
+        try:
+            participant = participant_start_work(participant=participant)
+        except ValidationError as exc:
+            messages.info(request, " ".join(exc.messages))
+        else:
+            package = package_of(participant=participant)
+            messages.info(
+                request,
+                f"Your package has {package.total} items; please finish by "
+                f"{package.deadline:%H:%M} UTC ({participant.study.recruitment.time_limit_minutes}"
+                " minutes from now).",
+            )
+            return redirect(participant_page(participant=participant))
+    recruitment = participant.study.recruitment
+    context = {"study": participant.study, "participant": participant, "recruitment": recruitment}
+    return render(request, "recruitment/qualified.html", context)
+
+
+def return_url(recruitment: Recruitment, code: str) -> str:
+    """The platform address a participant goes back to with ``code`` ("" if none)."""
+    template = recruitment.completion_url or (
+        PROLIFIC_RETURN if recruitment.platform == Platform.PROLIFIC else ""
+    )
+    return template.replace("{code}", quote(code, safe="")) if template and code else ""
+
+
+@login_required
+@require_GET
+def end(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The end of a visit: the completion code, or a polite goodbye with the screen-out code."""
+    participant = _participant(request, study_id)
+    if participant.status == Status.WORKING:
+        participants_release_expired(study=participant.study)
+        participant.refresh_from_db()
+    if participant.status == Status.WORKING:
+        try:
+            participant = participant_finish(participant=participant)
+        except ValidationError:
+            return redirect(participant_page(participant=participant))
+    if not participant.has_ended:
+        return redirect(participant_page(participant=participant))
+    recruitment = participant.study.recruitment
+    context = {
+        "study": participant.study,
+        "participant": participant,
+        "return_url": return_url(recruitment, participant.code_issued),
+    }
+    return render(request, "recruitment/end.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def manage(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The manager's page: link settings, the links to paste, participants, gold accuracy."""
+    study = managed_study(request, study_id)
+    recruitment = Recruitment.objects.filter(study=study).first()
+    initial = model_to_dict(recruitment or Recruitment(study=study), RecruitmentForm.Meta.fields)
+    form = RecruitmentForm(posted(request), initial=initial)
+    if form.is_valid() and form.apply(recruitment_update, study=study, **form.cleaned_data):
+        messages.success(request, "Recruitment saved.")
+        return redirect("recruitment:manage", study.pk)
+    context = {"study": study, "form": form, "recruitment": recruitment}
+    if recruitment is not None:
+        participants_release_expired(study=study)  # the list shows who timed out
+        link = request.build_absolute_uri(reverse("recruitment:join", args=[recruitment.token]))
+        participants = list(participants_overview(study=study))
+        platform_ids = {
+            row.participant.user_id: row.participant.platform_id for row in participants
+        }
+        context |= {
+            "link_label": recruitment.get_platform_display(),
+            "link": f"{link}?{LINK_QUERIES[recruitment.platform]}",
+            "participants": participants,
+            "accuracy": [
+                (row, platform_ids.get(row.annotator_id, ""))
+                for row in gold_accuracy(study=study).values()
+            ],
+        }
+    return render(request, "recruitment/manage.html", context, status=form.http_status)
+
+
+@login_required
+@require_GET
+def payments(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The payment file (CSV): id, items, minutes, code, gold accuracy, bonus eligibility."""
+    study = managed_study(request, study_id)
+    if not Recruitment.objects.filter(study=study).exists():
+        raise Http404("This study has no recruitment link.")
+    participants_release_expired(study=study)  # the file says who timed out
+    return csv_download(payment_rows(study=study), filename=f"study-{study.pk}-payments.csv")

@@ -1,0 +1,571 @@
+"""Submit throughput: answers per second and POST latency as concurrent annotators work.
+
+A running study with ``--items`` text items and one categorical question gives each of
+``--annotators`` annotators (each with an API token and a logged-in session) a queue of every
+item. The benchmark serves the site with daphne on 127.0.0.1 (``--web`` processes on
+consecutive ports from ``--port``; the quality updates in the background thread of each, or
+with ``--mode worker`` in a ``runworker quality-updates`` process beside them over Redis) and,
+for each client count of ``--clients``, lets that many simulated annotators loop for
+``--seconds`` without think time over keep-alive connections:
+
+``api``   ``GET /api/studies/{id}/next/`` then ``POST /api/annotations/`` (token auth);
+``page``  the annotator page's own path: one htmx ``POST /studies/{id}/annotate/`` that
+          answers and returns the next item (session cookie, CSRF token, signed ticket).
+
+It prints answers/s, the answering POST's p50/p95/p99 latency and the errors (any status but
+the success one, refused or reset connections), and checks that every acknowledged answer was
+stored exactly once. The load generator (this process, asyncio streams) shares the machine's
+cores with the servers, as a real single-host deployment's users do not: the figures are a
+floor.
+
+``--flat HISTORY:ANSWERS,...`` measures instead, in process (Django's test client, no HTTP),
+the CPU time of one submit (the request thread's: the quality update runs on its own thread)
+and of one ``next`` for an annotator with HISTORY earlier answers in a study holding ANSWERS
+answers (bulk-imported), e.g. ``--flat 1000:10000,20000:40000,1000:500000``.
+
+Uses a temporary SQLite database (or ``DATABASE_URL`` when set: give a throw-away database, the
+benchmark migrates it and adds a study to it). Run from the repository root::
+
+    .venv/bin/python -m benchmarks.submit_throughput [--clients 1,8,32,64] [--path api,page]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from benchmarks.django_setup import ROOT, setup_django
+
+LABELS = ["negative", "neutral", "positive"]
+HIDDEN = re.compile(r'name="(idempotency_key|ticket)"\s+value="([^"]*)"')
+CSRF_HEADER = re.compile(r'"X-CSRFToken": "([^"]+)"')
+
+
+def _seed(*, n_items: int, n_annotators: int) -> tuple[Any, Any, list[dict[str, Any]]]:
+    """A running study whose every annotator has every item queued (each from its own offset,
+    so items collect several answers early); returns (study, question, clients)."""
+    from django.test import Client
+    from knox.models import AuthToken
+
+    from apps.annotations.models import Assignment
+    from apps.items.models import Item
+    from apps.studies.models import Membership, Study
+    from apps.studies.services import membership_add
+    from tests.factories import StudyFactory, UserFactory, categorical_question
+
+    study = StudyFactory()
+    question = categorical_question(study)
+    annotators = [UserFactory() for _ in range(n_annotators)]
+    for user in annotators:
+        membership_add(study=study, user=user, role=Membership.Role.ANNOTATOR)
+    Item.objects.bulk_create(
+        [
+            Item(study=study, external_id=f"t-{i}", text=f"Sentence {i}.", position=i)
+            for i in range(n_items)
+        ],
+        batch_size=5000,
+    )
+    item_ids = list(study.items.order_by("position").values_list("pk", flat=True))
+    step = max(1, n_items // (2 * n_annotators))
+    Assignment.objects.bulk_create(
+        [
+            Assignment(
+                study=study,
+                item_id=item_id,
+                annotator=user,
+                position=(i - a * step) % n_items,
+            )
+            for a, user in enumerate(annotators)
+            for i, item_id in enumerate(item_ids)
+        ],
+        batch_size=5000,
+    )
+    # opened directly: the queues above replace the ones opening would fill
+    Study.objects.filter(pk=study.pk).update(status=Study.Status.RUNNING)
+    clients = []
+    for user in annotators:
+        web = Client()
+        web.force_login(user)
+        clients.append(
+            {
+                "token": AuthToken.objects.create(user=user)[1],
+                "session": web.cookies["sessionid"].value,
+            }
+        )
+    return study, question, clients
+
+
+def _flat_row(*, history: int, answers: int, submits: int = 60) -> dict[str, float]:
+    """Per-submit and per-next CPU ms for an annotator with ``history`` earlier answers in a
+    new study of ``answers`` answers (other annotators answer every item, 5 or more per item)."""
+    from django.test import Client
+    from knox.models import AuthToken
+
+    from apps.annotations.importing import FinishedAnnotation, annotations_import_finished
+    from apps.annotations.models import Assignment
+    from apps.items.models import Item
+    from apps.studies.models import Membership, Study
+    from apps.studies.services import membership_add
+    from tests.factories import StudyFactory, UserFactory, categorical_question
+
+    study = StudyFactory()
+    question = categorical_question(study)
+    n_items = max(history, -(-answers // 5))
+    open_items = submits + 20
+    Item.objects.bulk_create(
+        [
+            Item(study=study, external_id=f"f-{i}", text=f"Sentence {i}.", position=i)
+            for i in range(n_items + open_items)
+        ],
+        batch_size=5000,
+    )
+    others = -(-(answers - history) // n_items)
+    users = [UserFactory() for _ in range(1 + others)]
+    for user in users:
+        membership_add(study=study, user=user, role=Membership.Role.ANNOTATOR)
+    Study.objects.filter(pk=study.pk).update(status=Study.Status.RUNNING)
+    me, rest = users[0], users[1:]
+    left = answers - history
+    records = [
+        FinishedAnnotation(f"f-{i}", me.username, question.key, LABELS[i % 3])
+        for i in range(history)
+    ]
+    for user in rest:
+        take = min(left, n_items)
+        left -= take
+        records += [
+            FinishedAnnotation(f"f-{i}", user.username, question.key, LABELS[(i * 7) % 3])
+            for i in range(take)
+        ]
+    annotations_import_finished(study=study, records=records)
+    item_ids = study.items.filter(position__gte=n_items).values_list("pk", flat=True)
+    Assignment.objects.bulk_create(
+        [
+            Assignment(study=study, item_id=item_id, annotator=me, position=n_items + j)
+            for j, item_id in enumerate(item_ids)
+        ]
+    )
+    client = Client(HTTP_AUTHORIZATION=f"Token {AuthToken.objects.create(user=me)[1]}")
+    post_ms, next_ms = [], []
+    for n in range(submits + 10):
+        started = time.thread_time()
+        entry = client.get(f"/api/studies/{study.pk}/next/").json()
+        took_next = time.thread_time() - started
+        body = {
+            "assignment": entry["assignment"],
+            "answers": {question.key: LABELS[n % 3]},
+            "idempotency_key": str(uuid.uuid4()),
+            "time_spent_ms": 1000,
+        }
+        started = time.thread_time()
+        response = client.post("/api/annotations/", body, content_type="application/json")
+        took_post = time.thread_time() - started
+        assert response.status_code == 201, response.content
+        if n >= 10:  # the first ones warm caches up
+            post_ms.append(1000 * took_post)
+            next_ms.append(1000 * took_next)
+    return {
+        "history": history,
+        "answers": answers,
+        "post_cpu_ms_p50": _pct(post_ms, 0.5),
+        "next_cpu_ms_p50": _pct(next_ms, 0.5),
+    }
+
+
+def _flatness(pairs: str) -> list[dict[str, float]]:
+    import warnings
+
+    warnings.simplefilter("ignore", RuntimeWarning)  # the dashboard's layout of a big import
+    rows = []
+    print(f"{'earlier answers':>15} {'study answers':>13} {'POST CPU ms':>11} {'next CPU ms':>11}")
+    for pair in pairs.split(","):
+        history, answers = (int(n) for n in pair.split(":"))
+        row = _flat_row(history=history, answers=answers)
+        rows.append(row)
+        print(
+            f"{history:>15,} {answers:>13,} {row['post_cpu_ms_p50']:>11.1f} "
+            f"{row['next_cpu_ms_p50']:>11.1f}",
+            flush=True,
+        )
+    return rows
+
+
+# --- a minimal keep-alive HTTP/1.1 client --------------------------------------------------
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection (what a browser tab or an API client holds)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(
+        self, method: str, path: str, headers: dict[str, str], body: bytes = b""
+    ) -> tuple[int, dict[str, str], bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        head = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", f"Content-Length: {len(body)}"]
+        head += [f"{name}: {value}" for name, value in headers.items()]
+        self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        try:
+            return await self._response()
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            self.close()
+            raise
+
+    async def _response(self) -> tuple[int, dict[str, str], bytes]:
+        assert self.reader is not None
+        status = int((await self.reader.readuntil(b"\r\n")).split()[1])
+        headers: dict[str, str] = {}
+        cookies = []
+        while (line := await self.reader.readuntil(b"\r\n")) != b"\r\n":
+            name, _, value = line.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+            if name.strip().lower() == "set-cookie":
+                cookies.append(value.strip())
+        headers["set-cookie"] = "\n".join(cookies)
+        if headers.get("transfer-encoding") == "chunked":
+            body = b""
+            while size := int((await self.reader.readuntil(b"\r\n")).strip(), 16):
+                body += (await self.reader.readexactly(size + 2))[:-2]
+            await self.reader.readuntil(b"\r\n")
+        else:
+            body = await self.reader.readexactly(int(headers.get("content-length", 0)))
+        if headers.get("connection") == "close":
+            self.close()
+        return status, headers, body
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+
+# --- simulated annotators ---------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    """What one client-count run saw."""
+
+    acknowledged: int = 0
+    errors: int = 0
+    post_ms: list[float] = field(default_factory=list)
+    other_ms: list[float] = field(default_factory=list)
+
+
+async def _api_annotator(
+    conn: Connection, client: dict[str, Any], study_id: int, tally: Tally, until: float, rng: Any
+) -> None:
+    auth = {"Authorization": f"Token {client['token']}"}
+    while time.perf_counter() < until:
+        try:
+            sent = time.perf_counter()
+            status, _, body = await conn.request("GET", f"/api/studies/{study_id}/next/", auth)
+            tally.other_ms.append(1000 * (time.perf_counter() - sent))
+            if status != 200:
+                tally.errors += 1
+                continue
+            answer = {
+                "assignment": json.loads(body)["assignment"],
+                "answers": {"sentiment": rng.choice(LABELS)},
+                "idempotency_key": str(uuid.uuid4()),
+                "time_spent_ms": rng.randint(800, 5000),
+            }
+            sent = time.perf_counter()
+            status, _, body = await conn.request(
+                "POST",
+                "/api/annotations/",
+                {**auth, "Content-Type": "application/json"},
+                json.dumps(answer).encode(),
+            )
+            tally.post_ms.append(1000 * (time.perf_counter() - sent))
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            tally.errors += 1
+            await asyncio.sleep(0.05)
+            continue
+        if status == 201:
+            tally.acknowledged += 1
+        else:
+            tally.errors += 1
+
+
+def _page_state(body: bytes) -> dict[str, str]:
+    """The next item's idempotency key and ticket from a rendered item area."""
+    return dict(HIDDEN.findall(body.decode()))
+
+
+async def _page_annotator(
+    conn: Connection,
+    client: dict[str, Any],
+    study_id: int,
+    question_id: int,
+    tally: Tally,
+    until: float,
+    rng: Any,
+) -> None:
+    path = f"/studies/{study_id}/annotate/"
+    cookie = f"sessionid={client['session']}"
+    status, headers, body = await conn.request("GET", path, {"Cookie": cookie})
+    csrf_cookie = re.search(r"csrftoken=([^;]+)", headers["set-cookie"])
+    if status != 200 or csrf_cookie is None:
+        tally.errors += 1
+        return
+    cookie += f"; csrftoken={csrf_cookie.group(1)}"
+    page = body.decode()
+    token = CSRF_HEADER.search(page).group(1)
+    state = _page_state(body)
+    form_headers = {
+        "Cookie": cookie,
+        "X-CSRFToken": token,
+        "HX-Request": "true",
+        "HX-Target": "item-area",
+        "HX-Current-URL": f"http://127.0.0.1{path}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+    while time.perf_counter() < until and "ticket" in state:
+        form = {**state, f"q{question_id}": rng.choice(LABELS)}
+        try:
+            sent = time.perf_counter()
+            status, _, body = await conn.request(
+                "POST", path, form_headers, urlencode(form).encode()
+            )
+            tally.post_ms.append(1000 * (time.perf_counter() - sent))
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            tally.errors += 1
+            await asyncio.sleep(0.05)
+            continue
+        if status == 200:
+            tally.acknowledged += 1
+            state = _page_state(body)
+        else:
+            tally.errors += 1
+
+
+async def _run(
+    *,
+    ports: list[int],
+    clients: list[dict[str, Any]],
+    study_id: int,
+    question_id: int,
+    path: str,
+    seconds: float,
+) -> tuple[Tally, float]:
+    import random
+
+    tally = Tally()
+    conns = [Connection(ports[i % len(ports)]) for i in range(len(clients))]
+    until = time.perf_counter() + seconds
+    started = time.perf_counter()
+    if path == "api":
+        tasks = [
+            _api_annotator(conn, client, study_id, tally, until, random.Random(i))
+            for i, (conn, client) in enumerate(zip(conns, clients, strict=True))
+        ]
+    else:
+        tasks = [
+            _page_annotator(conn, client, study_id, question_id, tally, until, random.Random(i))
+            for i, (conn, client) in enumerate(zip(conns, clients, strict=True))
+        ]
+    await asyncio.gather(*tasks)
+    elapsed = time.perf_counter() - started
+    for conn in conns:
+        conn.close()
+    return tally, elapsed
+
+
+def _pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p * (len(ordered) - 1)))] if ordered else 0.0
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds the processes have used so far (Linux ``/proc``; else 0)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _wait_for(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"daphne did not start on port {port}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", default="1,8,32,64", help="comma-separated client counts")
+    parser.add_argument("--path", default="api,page", help="api, page or both (api,page)")
+    parser.add_argument("--seconds", type=float, default=15.0, help="per client count")
+    parser.add_argument("--items", type=int, default=2000)
+    parser.add_argument("--annotators", type=int, default=0, help="default: the most clients")
+    parser.add_argument("--web", type=int, default=1, help="daphne processes")
+    parser.add_argument("--port", type=int, default=8400, help="first daphne port")
+    parser.add_argument(
+        "--mode",
+        choices=["thread", "worker"],
+        default="thread",
+        help="QUALITY_UPDATES of the servers; worker = --workers `runworker quality-updates` "
+        "processes (needs REDIS_URL)",
+    )
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--flat", help="HISTORY:ANSWERS pairs: per-submit CPU in process instead of the load"
+    )
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    counts = [int(n) for n in args.clients.split(",")]
+    paths = args.path.split(",")
+    if args.mode == "worker" and not os.environ.get("REDIS_URL"):
+        parser.error("--mode worker needs REDIS_URL (the in-memory layer does not cross processes)")
+    if args.web > 1 and not os.environ.get("DATABASE_URL"):
+        parser.error("--web > 1 needs DATABASE_URL: SQLite serves one process")
+
+    tmp = Path(tempfile.mkdtemp(prefix="submit-throughput-"))
+    setup_django(tmp, fast_passwords=True)
+    from django.conf import settings
+
+    if args.flat:
+        rows = _flatness(args.flat)
+        if args.json:
+            args.json.write_text(json.dumps({"flat": rows}, indent=2))
+        return
+
+    from apps.annotations.models import Revision
+
+    db = settings.DATABASES["default"]
+    engine = db["ENGINE"].rsplit(".", 1)[-1]
+    study, question, clients = _seed(
+        n_items=args.items, n_annotators=args.annotators or max(counts)
+    )
+    ports = [args.port + i for i in range(args.web)]
+    env = {**os.environ, "QUALITY_UPDATES": args.mode, "ALLOWED_HOSTS": "127.0.0.1"}
+    daphne = str(Path(sys.executable).parent / "daphne")
+    commands = [
+        [daphne, "-b", "127.0.0.1", "-p", str(port), "annotate_site.asgi:application"]
+        for port in ports
+    ]
+    if args.mode == "worker":
+        commands += [[sys.executable, "manage.py", "runworker", "quality-updates"]] * args.workers
+    log = (tmp / "server.log").open("w")
+    servers = [
+        subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        for command in commands
+    ]
+    pids = [server.pid for server in servers]
+    print(
+        f"{engine}, {args.web} daphne process(es), quality updates: {args.mode}; "
+        f"{args.items} items, {len(clients)} annotators; {os.cpu_count()} cores; "
+        f"{args.seconds:.0f} s per row"
+    )
+    header = (
+        f"{'path':<5} {'clients':>7} {'answers/s':>9} {'POST p50/p95/p99 ms':>22} {'errors':>6}"
+        f" {'server CPU ms/answer':>20} {'client':>6}"
+    )
+    print(header)
+    rows = []
+    acknowledged = {"api": 0, "page": 0}
+    try:
+        for port in ports:
+            _wait_for(port)
+        for path in paths:
+            # warm-up: imports, template compilation, connections (acknowledged answers count)
+            tally, _ = asyncio.run(
+                _run(
+                    ports=ports,
+                    clients=clients[: len(ports)],
+                    study_id=study.pk,
+                    question_id=question.pk,
+                    path=path,
+                    seconds=2,
+                )
+            )
+            acknowledged[path] += tally.acknowledged
+            for n in counts:
+                cpu_server, cpu_client = _cpu_seconds(pids), time.process_time()
+                tally, elapsed = asyncio.run(
+                    _run(
+                        ports=ports,
+                        clients=clients[:n],
+                        study_id=study.pk,
+                        question_id=question.pk,
+                        path=path,
+                        seconds=args.seconds,
+                    )
+                )
+                acknowledged[path] += tally.acknowledged
+                per_answer = 1000 / max(1, tally.acknowledged)
+                row = {
+                    "path": path,
+                    "clients": n,
+                    "answers_per_s": tally.acknowledged / elapsed,
+                    "post_ms_p50": _pct(tally.post_ms, 0.50),
+                    "post_ms_p95": _pct(tally.post_ms, 0.95),
+                    "post_ms_p99": _pct(tally.post_ms, 0.99),
+                    "next_ms_p50": _pct(tally.other_ms, 0.50),
+                    "errors": tally.errors,
+                    "server_cpu_ms_per_answer": per_answer * (_cpu_seconds(pids) - cpu_server),
+                    "client_cpu_ms_per_answer": per_answer * (time.process_time() - cpu_client),
+                }
+                rows.append(row)
+                latency = "{post_ms_p50:.0f} / {post_ms_p95:.0f} / {post_ms_p99:.0f}".format(**row)
+                print(
+                    f"{path:<5} {n:>7} {row['answers_per_s']:>9.1f} {latency:>22} "
+                    f"{row['errors']:>6} {row['server_cpu_ms_per_answer']:>20.1f} "
+                    f"{row['client_cpu_ms_per_answer']:>6.1f}",
+                    flush=True,
+                )
+    finally:
+        for server in servers:
+            server.terminate()
+            server.wait(10)
+        log.close()
+    sources = {"api": Revision.Source.API, "page": Revision.Source.UI}
+    stored_ok = True
+    for path in paths:
+        revisions = Revision.objects.filter(
+            annotation__question=question, source=sources[path]
+        ).count()
+        ok = revisions == acknowledged[path]
+        stored_ok &= ok
+        print(
+            f"{path}: acknowledged {acknowledged[path]}, stored {revisions} "
+            f"({'ok' if ok else 'MISMATCH'})"
+        )
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {"engine": engine, "web": args.web, "mode": args.mode, "rows": rows}, indent=2
+            )
+        )
+    if not stored_ok:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

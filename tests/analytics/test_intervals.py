@@ -1,0 +1,165 @@
+"""Indicator intervals: computed by the quality processing at most every
+``QUALITY_INTERVAL_SECONDS``, carried forward in between, stated in flags."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import numpy as np
+import pytest
+from django.urls import reverse
+
+from analytics.intervals import freshness, interval_text
+from analytics.models import Flag, QualitySnapshot
+from analytics.publishing import quality_publish
+from apps.annotations.exporting import provenance
+from apps.annotations.models import Assignment
+from apps.annotations.services import annotations_submit
+from apps.categorical.quality import quality_process_pending
+from tests.factories import running_study
+
+LABELS = ["negative", "neutral", "positive"]
+
+
+def _answer(study, annotators, *, random_last: bool, seed: int = 0) -> None:
+    """Everyone labels the truth with 5 % noise; the last annotator at random if asked."""
+    question = study.questions.get()
+    rng = np.random.default_rng(seed)
+    truth = {pk: int(rng.integers(3)) for pk in study.items.values_list("pk", flat=True)}
+    for user in annotators:
+        at_random = random_last and user == annotators[-1]
+        for assignment in Assignment.objects.filter(annotator=user, round=1):
+            code = truth[assignment.item_id]
+            if at_random or rng.random() < 0.05:
+                code = int(rng.integers(3))
+            annotations_submit(
+                annotator=user,
+                assignment=assignment,
+                answers={question: LABELS[code]},
+                idempotency_key=uuid.uuid4(),
+                time_spent_ms=1500,
+            )
+    quality_process_pending(question_id=question.pk)  # its publish waits for a commit
+    quality_publish(question_id=question.pk)
+
+
+@pytest.fixture
+def answered(db, settings):
+    settings.QUALITY_INTERVAL_SECONDS = 120
+    settings.QUALITY_MIN_EVIDENCE = 20
+    settings.QUALITY_MIN_OVERLAP = 10
+    study, annotators = running_study(n_items=40, n_annotators=5)
+    _answer(study, annotators, random_last=True)
+    return study, study.questions.get(), annotators
+
+
+def test_intervals_appear_after_processing_and_are_carried_forward(answered):
+    _, question, _ = answered
+    snapshot = QualitySnapshot.objects.filter(question=question).latest("updated_at")
+    stored = snapshot.indicators
+    kappa = stored["intervals"]["kappa"]
+    assert len(kappa) == len(stored["annotators"]) == 5
+    for estimate, low, high, n in kappa:
+        assert low < estimate < high
+        assert n == 40
+    meta = stored["study"]["intervals"]
+    assert meta["n_answers"] == 200
+    low, high = meta["study"]["alpha"][1:3]
+    assert low < stored["study"]["alpha"] < high
+    assert freshness(stored["study"]) == "intervals from just now, 200 answers"
+    # within QUALITY_INTERVAL_SECONDS the next publish carries the set instead of recomputing
+    again = quality_publish(question_id=question.pk)
+    assert again.indicators["intervals"] == stored["intervals"]
+    assert again.indicators["study"]["intervals"]["computed_at"] == meta["computed_at"]
+
+
+def test_intervals_are_recomputed_once_due(answered, settings):
+    _, question, _ = answered
+    snapshot = QualitySnapshot.objects.filter(question=question).latest("updated_at")
+    old = dt.datetime.fromisoformat(snapshot.indicators["study"]["intervals"]["computed_at"])
+    snapshot.indicators["study"]["intervals"]["computed_at"] = (
+        old - dt.timedelta(seconds=121)
+    ).isoformat()
+    snapshot.save(update_fields=["indicators"])
+    again = quality_publish(question_id=question.pk)
+    assert dt.datetime.fromisoformat(again.indicators["study"]["intervals"]["computed_at"]) > old
+
+
+def test_no_intervals_with_the_setting_at_zero(db, settings):
+    settings.QUALITY_INTERVAL_SECONDS = 0
+    study, annotators = running_study(n_items=10, n_annotators=3)
+    _answer(study, annotators, random_last=False)
+    snapshot = QualitySnapshot.objects.filter(question=study.questions.get()).latest("updated_at")
+    assert "intervals" not in snapshot.indicators
+
+
+def test_flags_state_the_interval(answered):
+    _, question, annotators = answered
+    flag = Flag.objects.get(question=question, annotator=annotators[-1], indicator="cohen_kappa")
+    snapshot = QualitySnapshot.objects.filter(question=question).latest("updated_at")
+    row = snapshot.indicators["annotators"].index(annotators[-1].pk)
+    entry = snapshot.indicators["intervals"]["kappa"][row]
+    assert flag.reason.startswith(f"kappa with others {interval_text(entry)}")
+    assert "40 items" in flag.reason
+    assert flag.figures["low"] == pytest.approx(entry[1], abs=1e-4)
+    assert flag.figures["high"] == pytest.approx(entry[2], abs=1e-4)
+    assert flag.figures["rule"] == "separated"  # 5 annotators: too few for a robust z
+    assert not Flag.objects.filter(question=question, annotator__in=annotators[:-1]).exists()
+
+
+def test_interval_text():
+    assert interval_text([0.591, 0.482, 0.6875, 40]) == "0.59 [0.48, 0.69]"
+    assert interval_text(None) == "–"
+
+
+def test_dashboard_shows_intervals_evidence_and_freshness(answered, client):
+    study, question, annotators = answered
+    snapshot = QualitySnapshot.objects.filter(question=question).latest("updated_at")
+    row = snapshot.indicators["annotators"].index(annotators[0].pk)
+    client.force_login(study.created_by)
+    html = client.get(reverse("analytics:dashboard", args=[study.pk])).content.decode()
+    assert interval_text(snapshot.indicators["intervals"]["kappa"][row]) in html
+    assert "40 items" in html
+    alpha = snapshot.indicators["study"]["intervals"]["study"]["alpha"]
+    assert f"{interval_text(alpha)}; 40 items" in html
+    assert "intervals from just now, 200 answers" in html
+
+
+def test_a_judged_figure_below_its_minimum_evidence_is_not_shown_as_a_value(db, client, settings):
+    settings.QUALITY_MIN_EVIDENCE = 20
+    study, annotators = running_study(n_items=6, n_annotators=3)
+    _answer(study, annotators, random_last=False)
+    client.force_login(study.created_by)
+    html = client.get(reverse("analytics:dashboard", args=[study.pk])).content.decode()
+    assert "6 items: too few" in html
+
+
+def test_api_quality_carries_intervals_and_evidence(answered, client):
+    study, question, annotators = answered
+    url = f"/api/studies/{study.pk}/questions/{question.pk}/quality/"
+    client.force_login(annotators[0])
+    assert client.get(url).status_code == 403
+    client.force_login(study.created_by)
+    body = client.get(url).json()
+    assert body["intervals"]["n_answers"] == 200
+    last = next(a for a in body["annotators"] if a["annotator"] == annotators[-1].pk)
+    kappa = last["indicators"]["cohen_kappa"]
+    assert kappa["low"] < kappa["high"]
+    assert (kappa["evidence"], kappa["unit"]) == (40, "items")
+    alpha = body["study"]["alpha"]
+    assert alpha["low"] < alpha["value"] < alpha["high"]
+    assert any(f["indicator"] == "cohen_kappa" and "[" in f["reason"] for f in body["flags"])
+
+
+def test_export_provenance_carries_intervals_and_evidence(answered):
+    study, question, annotators = answered
+    record = provenance(study=study, curated=False, include_history=False, fmt="csv")
+    quality = record["quality"][question.key]
+    assert quality["intervals"]["n_answers"] == 200
+    last = next(a for a in quality["annotators"] if a["annotator"] == annotators[-1].username)
+    kappa = last["indicators"]["cohen_kappa"]
+    assert kappa["low"] < kappa["high"]
+    assert kappa["evidence"] == 40
+    flag = next(f for f in record["open_flags"] if f["indicator"] == "cohen_kappa")
+    assert f"[{kappa['low']:.2f}, {kappa['high']:.2f}]" in flag["reason"]

@@ -1,0 +1,135 @@
+"""Indicator intervals of the continuous and pairwise kinds: computed by the quality
+processing, stated in flags and carried by the API (as for categorical questions in
+``test_intervals.py``)."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+from analytics.intervals import interval_text
+from analytics.models import Flag, QualitySnapshot
+from analytics.publishing import quality_publish
+from apps.continuous.quality import quality_traces_process
+from apps.continuous.services import trace_finish
+from apps.preferences.quality import quality_judgements_process
+from tests.apps.continuous.conftest import AUDIO_SECONDS, GOLD_SECONDS, make_trace_study
+from tests.apps.preferences.conftest import (
+    answer_all,
+    by_level,
+    cycle_maker,
+    make_pairwise_study,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def intervals_on(settings):
+    settings.QUALITY_INTERVAL_SECONDS = 120
+    settings.QUALITY_MIN_EVIDENCE = 1
+    return settings
+
+
+def _latest(question) -> QualitySnapshot:
+    return QualitySnapshot.objects.filter(question=question).latest("updated_at")
+
+
+def _trace(ts, annotator, item, values) -> None:
+    times = np.round(np.arange(values.size) * 0.1, 6)
+    rec = uuid.uuid4()
+    for sequence, start in enumerate(range(0, times.size, 100)):
+        part = slice(start, start + 100)
+        ts.send(annotator, item, rec, sequence, times[part], values[part])
+    trace_finish(annotator=annotator, recording_uuid=rec)
+
+
+@pytest.fixture
+def traced(intervals_on):
+    """Three annotators trace the gold item and an audio item: two follow the truth (1 s
+    late, a little noise), the last draws a random walk."""
+    ts = make_trace_study(n_annotators=3)
+    rng = np.random.default_rng(3)
+    for item, seconds in ((ts.gold_item, GOLD_SECONDS), (ts.audio_item, AUDIO_SECONDS)):
+        t = np.arange(0, seconds + 0.05, 0.1)
+        signal = 0.5 + 0.4 * np.sin(np.maximum(t - 1.0, 0) / 3.0)
+        for who, user in enumerate(ts.annotators):
+            if who == 2:
+                values = 0.5 + np.cumsum(rng.normal(0, 0.03, t.size))
+            else:
+                values = signal + rng.normal(0, 0.01, t.size)
+            _trace(ts, user, item, np.clip(values, 0, 1))
+    quality_traces_process(question_id=ts.question.pk)
+    quality_publish(question_id=ts.question.pk)
+    return ts
+
+
+def test_trace_intervals_appear_after_processing(traced):
+    stored = _latest(traced.question).indicators
+    assert len(stored["annotators"]) == 3
+    for key, evidence in (("kappa_sda", "traces"), ("kappa_truth", "gold_items")):
+        entries = stored["intervals"][key]
+        for k, (estimate, low, high, n) in enumerate(entries):
+            assert low <= estimate <= high
+            assert n == stored["evidence"][evidence][k]  # in the indicator's unit, not steps
+    good, random = stored["intervals"]["kappa_truth"][0], stored["intervals"]["kappa_truth"][2]
+    assert good[1] > random[2]  # the truthful annotator's interval lies above the random one
+    assert "icc" in stored["study"]["intervals"]["study"]
+
+
+def test_trace_flag_states_the_interval(traced):
+    stored = _latest(traced.question).indicators
+    random = traced.annotators[2]
+    entry = stored["intervals"]["kappa_truth"][stored["annotators"].index(random.pk)]
+    flag = Flag.objects.get(question=traced.question, annotator=random, indicator="kappa_truth")
+    assert flag.reason.startswith(f"kappa_SDA vs truth {interval_text(entry)}")
+    assert flag.figures["high"] == pytest.approx(entry[2], abs=1e-4)
+
+
+def test_api_quality_carries_trace_intervals(traced, client):
+    question = traced.question
+    client.force_login(traced.study.created_by)
+    body = client.get(f"/api/studies/{traced.study.pk}/questions/{question.pk}/quality/").json()
+    first = next(a for a in body["annotators"] if a["annotator"] == traced.annotators[0].pk)
+    kappa = first["indicators"]["kappa_sda"]
+    assert kappa["low"] <= kappa["value"] <= kappa["high"]
+    assert (kappa["evidence"], kappa["unit"]) == (2, "traces")
+
+
+@pytest.fixture
+def judged(intervals_on):
+    """Three annotators rank eight items: two truthfully, the last closing every cycle it can."""
+    ps = make_pairwise_study(
+        n_items=8, n_annotators=3, settings={"audit_rate": 0.0}
+    )
+    levels = {item.pk: k for k, item in enumerate(ps.items)}
+    for user in ps.annotators[:2]:
+        answer_all(ps.question, user, by_level(levels))
+    answer_all(ps.question, ps.annotators[2], cycle_maker())
+    quality_judgements_process(question_id=ps.question.pk)
+    quality_publish(question_id=ps.question.pk)
+    return ps
+
+
+def test_pairwise_intervals_appear_and_flag_states_them(judged, client):
+    stored = _latest(judged.question).indicators
+    entries = stored["intervals"]["transitivity_kappa"]
+    assert len(entries) == 3
+    for k, entry in enumerate(entries):
+        if entry is not None:
+            assert entry[1] <= entry[0] <= entry[2]
+            assert entry[3] == stored["evidence"]["triplets"][k]
+    cycler = judged.annotators[2]
+    entry = entries[stored["annotators"].index(cycler.pk)]
+    flag = Flag.objects.get(
+        question=judged.question, annotator=cycler, indicator="transitivity_kappa"
+    )
+    assert flag.reason.startswith(f"transitivity kappa {interval_text(entry)}")
+    client.force_login(judged.manager)
+    url = f"/api/studies/{judged.study.pk}/questions/{judged.question.pk}/quality/"
+    last = next(a for a in client.get(url).json()["annotators"] if a["annotator"] == cycler.pk)
+    kappa = last["indicators"]["transitivity_kappa"]
+    assert kappa["high"] == pytest.approx(entry[2], abs=1e-4)
+    assert kappa["unit"] == "triplets"

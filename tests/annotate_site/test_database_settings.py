@@ -1,0 +1,38 @@
+"""Database settings of the hot path, each read in a fresh process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.annotate_site.helpers import child_env, manage
+
+SHOW = (
+    "from django.conf import settings; import json; "
+    "print('DATABASES=' + json.dumps(settings.DATABASES, default=str))"
+)
+
+
+def databases(tmp_path: Path, **variables: str) -> dict:
+    result = manage("shell", "-c", SHOW, env=child_env(tmp_path, **variables))
+    assert result.returncode == 0, result.stderr
+    line = next(ln for ln in result.stdout.splitlines() if ln.startswith("DATABASES="))
+    return json.loads(line.removeprefix("DATABASES="))["default"]
+
+
+def test_sqlite_uses_the_backend_that_queues_writers(tmp_path: Path) -> None:
+    default = databases(tmp_path)
+    assert default["ENGINE"] == "annotate_site.sqlite"
+    assert default["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+
+
+@pytest.mark.parametrize(("size", "pool"), [(None, 8), ("3", 3), ("0", None)])
+def test_postgresql_connections_come_from_a_pool(tmp_path: Path, size, pool) -> None:
+    variables = {"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/studio"}
+    if size is not None:
+        variables["DB_POOL_SIZE"] = size
+    options = databases(tmp_path, **variables).get("OPTIONS", {})
+    assert options.get("pool", {}).get("max_size") == pool
+    assert databases(tmp_path, **variables)["CONN_MAX_AGE"] == 0

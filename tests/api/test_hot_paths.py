@@ -1,0 +1,79 @@
+"""The annotator's hot path over the API stays cheap: a bounded number of SQL queries per
+request, whatever the annotator's history, and no full scan of a growing table (SQLite plans)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from apps.annotations.models import Revision
+from tests.api.helpers import next_assignment_id, submit
+from tests.factories import running_study
+from tests.query_plans import full_scans
+
+# The token (two: the token with its user, then knox's sweep of the user's expired tokens), the
+# assignment, the study's questions and their labels, the assignment again in the service, then
+# the write transaction (a savepoint in a test): lock or create the annotation (a savepoint
+# around the insert), the revision, the annotation's pointer, the completion check, the
+# assignment and the question's adaptive-overlap rule. Before: 22 queries, 5 of them (a replay
+# check, the completion's two reads, the revision's question and label for the response) gone.
+SUBMIT_QUERIES = 17
+# The token (two), the study with the user's role, the next assignment, the progress counts.
+NEXT_QUERIES = 5
+
+
+@pytest.fixture
+def busy_annotator(db):
+    """An annotator of a 40-item study who has answered 30 items already."""
+    study, (annotator, *_) = running_study(n_items=40, n_annotators=2)
+    return study, annotator
+
+
+def test_submit_runs_a_bounded_number_of_queries(
+    busy_annotator, client_for, django_assert_max_num_queries
+) -> None:
+    study, annotator = busy_annotator
+    client = client_for(annotator)
+    first = next_assignment_id(study, annotator)
+    with django_assert_max_num_queries(SUBMIT_QUERIES):
+        assert submit(client, first).status_code == 201
+    for _ in range(29):
+        submit(client, next_assignment_id(study, annotator))
+    later = next_assignment_id(study, annotator)
+    with CaptureQueriesContext(connection) as queries:
+        assert submit(client, later).status_code == 201
+    assert len(queries) <= SUBMIT_QUERIES
+    assert full_scans(queries.captured_queries) == []
+
+
+def test_an_edit_and_a_replay_stay_as_cheap(
+    busy_annotator, client_for, django_assert_max_num_queries
+) -> None:
+    study, annotator = busy_annotator
+    client = client_for(annotator)
+    assignment = next_assignment_id(study, annotator)
+    key = uuid.uuid4()
+    submit(client, assignment, key=key)
+    with django_assert_max_num_queries(SUBMIT_QUERIES):
+        assert submit(client, assignment, key=key).status_code == 200  # replay
+    with django_assert_max_num_queries(SUBMIT_QUERIES):
+        assert submit(client, assignment, "negative").status_code == 201  # edit
+    assert Revision.objects.filter(annotation__annotator=annotator).count() == 2
+
+
+def test_next_runs_a_bounded_number_of_queries(
+    busy_annotator, client_for, django_assert_max_num_queries
+) -> None:
+    study, annotator = busy_annotator
+    client = client_for(annotator)
+    for _ in range(30):
+        submit(client, next_assignment_id(study, annotator))
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(f"/api/studies/{study.pk}/next/")
+    assert response.status_code == 200
+    assert response.data["progress"]["done"] == 30
+    assert len(queries) <= NEXT_QUERIES
+    assert full_scans(queries.captured_queries) == []

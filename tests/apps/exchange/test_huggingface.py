@@ -1,0 +1,167 @@
+"""The Hugging Face export: loaded with ``datasets`` itself, features, card and provenance."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import uuid
+import zipfile
+from pathlib import Path
+
+import datasets
+import pytest
+import yaml
+from rest_framework.test import APIClient
+
+from analytics.services import annotator_exclude
+from apps.annotations.selectors import assignment_next
+from apps.annotations.services import annotations_submit
+from apps.exchange.huggingface import dataset_zip
+from apps.exchange.identity import annotator_names
+from tests.apps.continuous.conftest import make_trace_study
+from tests.apps.continuous.test_api import record_through_api
+
+pytestmark = pytest.mark.django_db
+
+# (annotator index, label) per item: annotators 0 and 1 agree, annotator 2 answers at random
+ANSWERS = [
+    ("positive", "positive", "negative"),
+    ("neutral", "neutral", "positive"),
+    ("negative", "negative", "neutral"),
+    ("positive", "positive", "positive"),
+    ("neutral", "neutral", "negative"),
+    ("negative", "negative", "positive"),
+]
+
+
+@pytest.fixture
+def answered(study_setup):
+    study, annotators = study_setup
+    question = study.questions.get()
+    for labels in ANSWERS:
+        for annotator, label in zip(annotators, labels, strict=True):
+            annotations_submit(
+                annotator=annotator,
+                assignment=assignment_next(annotator=annotator, study=study),
+                answers={question: label},
+                idempotency_key=uuid.uuid4(),
+                time_spent_ms=500,
+            )
+    return study, annotators
+
+
+def unzip(data: bytes, folder: Path) -> Path:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        archive.extractall(folder)
+    return folder
+
+
+def export(study, tmp_path: Path, **options) -> tuple[Path, dict]:
+    stream = io.BytesIO()
+    record = dataset_zip(study=study, stream=stream, **options)
+    return unzip(stream.getvalue(), tmp_path / "dataset"), record
+
+
+def test_datasets_loads_labels_as_a_class_label_with_the_label_names(answered, tmp_path):
+    study, annotators = answered
+    folder, _ = export(study, tmp_path)
+    question = study.questions.get()
+    keys = [label.key for label in question.labels.all()]
+    ds = datasets.Dataset.from_parquet(str(folder / "data" / "sentiment.parquet"))
+    assert ds.features["label"] == datasets.ClassLabel(names=keys)
+    assert ds.features["round"] == datasets.Value("int32")
+    assert len(ds) == 18
+    by_item = {}
+    for row in ds:
+        by_item.setdefault(row["item"], []).append(ds.features["label"].int2str(row["label"]))
+    items = [item.external_id for item in study.items.order_by("position")]
+    # every item's labels came back, as written
+    assert sorted(sorted(v) for v in by_item.values()) == sorted(sorted(a) for a in ANSWERS)
+    assert set(by_item) == set(items)
+    assert set(ds["annotator"]) == {a.username for a in annotators}
+    items_ds = datasets.Dataset.from_parquet(str(folder / "data" / "items.parquet"))
+    assert sorted(items_ds["external_id"]) == sorted(items)
+
+
+def test_load_dataset_reads_the_card_configs(answered, tmp_path):
+    study, _ = answered
+    folder, _ = export(study, tmp_path)
+    ds = datasets.load_dataset(str(folder), "sentiment", split="train")
+    assert isinstance(ds.features["label"], datasets.ClassLabel)
+    assert len(ds) == 18
+
+
+def test_card_records_the_provenance_licence_exclusions_and_agreement(answered, tmp_path):
+    study, annotators = answered
+    annotator_exclude(
+        study=study, annotator=annotators[2], by=study.created_by, reason="answers at random"
+    )
+    folder, record = export(study, tmp_path, identity="pseudonyms", license="cc-by-4.0")
+    card = (folder / "README.md").read_text()
+    header = yaml.safe_load(card.split("---")[1])
+    assert header["license"] == "cc-by-4.0"
+    assert [c["config_name"] for c in header["configs"]] == ["items", "sentiment"]
+    name = annotator_names(study_id=study.pk, identity="pseudonyms")
+    assert f"- {name(annotators[2].username)}: answers at random" in card
+    for annotator in annotators:
+        assert annotator.username not in card
+    # the two annotators kept agree perfectly: alpha 1 on the rows in the file
+    agreement = record["questions"][0]["agreement"]["alpha"]
+    assert agreement["estimate"] == 1.0
+    assert agreement["n_items"] == 6
+    assert "Krippendorff's alpha: 1.000 [" in card
+    ds = datasets.Dataset.from_parquet(str(folder / "data" / "sentiment.parquet"))
+    assert set(ds["annotator"]) == {name(a.username) for a in annotators[:2]}
+    for path, info in record["files"].items():
+        assert hashlib.sha256((folder / path).read_bytes()).hexdigest() == info["sha256"]
+    assert json.loads((folder / "provenance.json").read_text())["options"] == {
+        "curated": True,
+        "annotators": "pseudonyms",
+        "license": "cc-by-4.0",
+    }
+
+
+def test_traces_are_a_sequence_of_floats(tmp_path):
+    ts = make_trace_study()
+    for annotator in ts.annotators:
+        record_through_api(ts, annotator)
+    folder, _ = export(ts.study, tmp_path)
+    ds = datasets.Dataset.from_parquet(str(folder / "data" / "arousal.parquet"))
+    assert ds.features["values"] == datasets.Sequence(datasets.Value("float32"))
+    assert ds[0]["values"] == [0.25] * 21
+    assert ds[0]["rate_hz"] == 1.0
+
+
+def test_the_api_sends_the_zip_to_managers_only(answered):
+    study, annotators = answered
+    client = APIClient()
+    client.force_authenticate(annotators[0])
+    url = f"/api/studies/{study.pk}/export/huggingface/"
+    assert client.get(url).status_code == 403
+    client.force_authenticate(study.created_by)
+    response = client.get(url, {"license": "cc0-1.0", "curated": "0"})
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/zip"
+    assert response["Content-Disposition"] == (
+        f'attachment; filename="study-{study.pk}-huggingface.zip"'
+    )
+    with zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content))) as archive:
+        names = set(archive.namelist())
+        card = archive.read("README.md").decode()
+    assert names == {"README.md", "provenance.json", "data/items.parquet", "data/sentiment.parquet"}
+    assert "license: cc0-1.0" in card
+    assert client.get(url, {"license": "proprietary"}).status_code == 400
+
+
+def test_the_overview_links_the_web_download(answered, client):
+    study, _ = answered
+    client.force_login(study.created_by)
+    url = f"/studies/{study.pk}/export/huggingface.zip"
+    assert url in client.get(f"/studies/{study.pk}/").content.decode()
+    response = client.get(url, {"annotators": "pseudonyms", "license": "cc-by-4.0"})
+    with zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content))) as archive:
+        card = archive.read("README.md").decode()
+    assert "license: cc-by-4.0" in card
+    assert "annotators named by pseudonyms" in card
+    assert client.get(url, {"license": "mine"}).status_code == 400
