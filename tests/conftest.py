@@ -72,3 +72,11 @@ def _quality_updates_inline(settings):
     settings.QUALITY_UPDATES = "inline"
     settings.QUALITY_SWEEP_INTERVAL = 0  # no sweeper thread in the test process
     settings.QUALITY_INTERVAL_SECONDS = 0  # no interval bootstrap unless a test asks for it
+
+
+@pytest.fixture
+def pinned_pair_seed(monkeypatch):
+    """Every pairwise session starts from seed 0, so the order in which the scheduler asks
+    pairs (and so whether a cycle-making annotator can close a cycle) does not depend on the
+    random session seed or on the database's primary keys."""
+    monkeypatch.setattr("apps.preferences.services.secrets.randbelow", lambda n: 0)

@@ -32,9 +32,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def cycling_study(monkeypatch, django_capture_on_commit_callbacks):
+def cycling_study(pinned_pair_seed, django_capture_on_commit_callbacks):
     """Seven items: one annotator closes cycles whenever they can, one answers truthfully."""
-    monkeypatch.setattr("apps.preferences.services.secrets.randbelow", lambda n: 0)
     setup = make_pairwise_study(n_items=7, settings={"calibration_triplets": 5, "kappa_floor": 0.4})
     careless, careful = setup.annotators
     levels = {item.pk: k for k, item in enumerate(setup.items)}
@@ -70,10 +69,9 @@ def test_cycling_annotator_is_flagged_on_transitivity_with_the_floor(cycling_stu
     assert len(snapshot.matrices["kappa"]) == 2
 
 
-def test_nobody_flagged_with_too_few_triplets(monkeypatch, django_capture_on_commit_callbacks):
+def test_nobody_flagged_with_too_few_triplets(pinned_pair_seed, django_capture_on_commit_callbacks):
     # a fixed session seed, as in cycling_study: whether the cycle-maker closes a cycle among
     # four items depends on the order the scheduler asks the pairs in
-    monkeypatch.setattr("apps.preferences.services.secrets.randbelow", lambda n: 0)
     setup = make_pairwise_study(n_items=4, settings={"calibration_triplets": 4, "kappa_floor": 0.4})
     with django_capture_on_commit_callbacks(execute=True):
         for annotator in setup.annotators:

@@ -216,9 +216,8 @@ def legacy_session(question, annotator) -> None:
 
 class TestKappaFloor:
     def test_an_inconsistent_annotator_is_asked_every_pair_in_a_legacy_session(
-        self, db, monkeypatch
+        self, db, pinned_pair_seed
     ):
-        monkeypatch.setattr("apps.preferences.services.secrets.randbelow", lambda n: 0)
         setup = make_pairwise_study(
             n_items=7, settings={"calibration_triplets": 5, "kappa_floor": 0.4}
         )
@@ -244,8 +243,7 @@ class TestKappaFloor:
         assert reports[careful.username].kappa == 1.0
         assert not reports[careful.username].below_floor
 
-    def test_a_random_annotator_stops_early_and_is_flagged(self, db, monkeypatch):
-        monkeypatch.setattr("apps.preferences.services.secrets.randbelow", lambda n: 0)
+    def test_a_random_annotator_stops_early_and_is_flagged(self, db, pinned_pair_seed):
         setup = make_pairwise_study(n_items=40, n_annotators=1)
         (annotator,) = setup.annotators
         rng = random.Random(3)
@@ -291,9 +289,8 @@ def test_a_session_without_items_takes_up_items_assigned_later(db):
 
 
 class TestScale:
-    def test_pruning_stopped_at_5000_items_lists_no_pairs(self, db, monkeypatch):
+    def test_pruning_stopped_at_5000_items_lists_no_pairs(self, db, pinned_pair_seed):
         """Issue #10: once pruning stops, a request must not materialise all n(n-1)/2 pairs."""
-        monkeypatch.setattr("apps.preferences.services.secrets.randbelow", lambda n: 0)
         setup = make_pairwise_study(n_items=5000, n_annotators=1, settings={"kappa_floor": 0.9})
         (annotator,) = setup.annotators
         legacy_session(setup.question, annotator)

@@ -100,8 +100,7 @@ class TestRetract:
         (report,) = [r for r in annotator_reports(question=pairwise.question) if r.asked]
         assert report.asked == asked
 
-    def test_undoing_the_answer_that_stopped_pruning_resumes_it(self, db, monkeypatch):
-        monkeypatch.setattr("apps.preferences.services.secrets.randbelow", lambda n: 0)
+    def test_undoing_the_answer_that_stopped_pruning_resumes_it(self, db, pinned_pair_seed):
         setup = make_pairwise_study(n_items=6, n_annotators=1)
         (annotator,) = setup.annotators
         session = pair_next(question=setup.question, annotator=annotator).session

@@ -143,8 +143,7 @@ def test_finished_ranking_and_results_page(client, pairwise):
     assert rows[1][0] == annotator.username
 
 
-def test_results_warn_about_annotators_below_the_kappa_floor(client, db, monkeypatch):
-    monkeypatch.setattr("apps.preferences.services.secrets.randbelow", lambda n: 0)
+def test_results_warn_about_annotators_below_the_kappa_floor(client, db, pinned_pair_seed):
     setup = make_pairwise_study(n_items=7, settings={"calibration_triplets": 5})
     careless = setup.annotators[0]
     answer_all(setup.question, careless, cycle_maker())
