@@ -101,9 +101,7 @@ def test_api_quality_carries_trace_intervals(traced, client):
 @pytest.fixture
 def judged(intervals_on, pinned_pair_seed):
     """Three annotators rank eight items: two truthfully, the last closing every cycle it can."""
-    ps = make_pairwise_study(
-        n_items=8, n_annotators=3, settings={"audit_rate": 0.0}
-    )
+    ps = make_pairwise_study(n_items=8, n_annotators=3, settings={"audit_rate": 0.0})
     levels = {item.pk: k for k, item in enumerate(ps.items)}
     for user in ps.annotators[:2]:
         answer_all(ps.question, user, by_level(levels))
