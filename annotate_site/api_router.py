@@ -7,6 +7,7 @@ views use :class:`apps.studies.api.permissions.InStudyMixin` to resolve the stud
 from rest_framework.routers import DefaultRouter
 
 from apps.accounts.api.views import InvitationViewSet, TokenViewSet
+from apps.adjudication.api.views import AggregatedLabelsViewSet
 from apps.annotations.api.views import AnnotationViewSet, StudyAnnotationViewSet
 from apps.continuous.api.views import TraceViewSet
 from apps.items.api.views import ItemViewSet
@@ -31,3 +32,6 @@ router.register("judgements", JudgementViewSet, basename="judgement")
 router.register(f"{IN_STUDY}/traces", TraceViewSet, basename="study-trace")
 router.register(f"{IN_STUDY}/model-runs", ModelRunViewSet, basename="study-model-run")
 router.register(f"{IN_STUDY}/gold-answers", GoldAnswerViewSet, basename="study-gold-answer")
+router.register(
+    f"{IN_STUDY}/aggregated-labels", AggregatedLabelsViewSet, basename="study-aggregated-labels"
+)
