@@ -7,11 +7,29 @@ from typing import Any
 from django import forms
 from django.contrib.auth import password_validation
 
+from apps.studies.models import Membership
 from core.forms import ServiceFormMixin
+
+#: The roles a manager invites to from the annotators page (a manager is made through the API).
+INVITED_ROLES = [
+    (Membership.Role.ANNOTATOR, "Annotator: answers the queue"),
+    (Membership.Role.REVIEWER, "Reviewer: reads every answer and adjudicates, changes nothing"),
+]
+
+
+def _role_field() -> forms.TypedChoiceField:
+    """The invited role; annotator when the form does not send one."""
+    return forms.TypedChoiceField(
+        label="Role",
+        choices=INVITED_ROLES,
+        initial=Membership.Role.ANNOTATOR,
+        required=False,
+        empty_value=Membership.Role.ANNOTATOR,
+    )
 
 
 class MemberAddForm(ServiceFormMixin, forms.Form):
-    """An existing account, by username, to invite as an annotator.
+    """An existing account, by username, to invite as an annotator or a reviewer.
 
     A plain text field: the form never looks the username up, so its errors cannot tell
     which usernames exist.
@@ -21,6 +39,7 @@ class MemberAddForm(ServiceFormMixin, forms.Form):
         max_length=150,
         widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none"}),
     )
+    role = _role_field()
 
 
 class AccountForm(ServiceFormMixin, forms.Form):
@@ -51,8 +70,9 @@ class AccountForm(ServiceFormMixin, forms.Form):
 
 
 class InvitationForm(ServiceFormMixin, forms.Form):
-    """How long a new one-time invitation link stays valid."""
+    """The role a new one-time invitation link gives and how long it stays valid."""
 
+    role = _role_field()
     valid_days = forms.IntegerField(label="Valid for (days)", min_value=1, max_value=90, initial=14)
 
 

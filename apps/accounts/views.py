@@ -49,12 +49,18 @@ INVITATION_SESSION_KEY = "invitation_token_hash"
 
 
 def _annotator_add(request: HttpRequest, study: Study, form: MemberAddForm) -> bool:
-    """Invite an existing account as annotator; it joins when it accepts.
+    """Invite an existing account as annotator or reviewer; it joins when it accepts.
 
     The message is the same whether or not the username exists.
     """
     username = form.cleaned_data["username"]
-    if form.apply(invitation_address, study=study, created_by=request.user, username=username):
+    if form.apply(
+        invitation_address,
+        study=study,
+        created_by=request.user,
+        username=username,
+        role=form.cleaned_data["role"],
+    ):
         messages.success(request, f"{username}: {INVITED}")
     return not form.errors
 
@@ -80,6 +86,7 @@ def _invitation_link(request: HttpRequest, study: Study, form: InvitationForm) -
         invitation_create,
         study=study,
         created_by=request.user,
+        role=form.cleaned_data["role"],
         valid_days=form.cleaned_data["valid_days"],
     )
     if made is None:

@@ -310,3 +310,48 @@ def test_sign_up_errors_sit_next_to_fields(client, invite):
     assert response.status_code == 422
     assert 'id="id_username_error"' in html
     assert "The two passwords differ." in html
+
+
+# ---------- Inviting reviewers ----------
+
+
+def test_an_existing_account_is_invited_as_reviewer_from_the_page(client, study_setup, manager):
+    study, _ = study_setup
+    newcomer = UserFactory()
+    client.force_login(manager)
+    page = client.get(annotators_url(study)).content.decode()
+    assert 'name="add-role"' in page and 'value="reviewer"' in page
+    data = {"form": "add", "add-username": newcomer.username, "add-role": "reviewer"}
+    client.post(annotators_url(study), data)
+    invitation = study.invitations.get()
+    assert invitation.role == Membership.Role.REVIEWER
+    assert "(reviewer)" in client.get(annotators_url(study)).content.decode()
+    client.force_login(newcomer)
+    client.post(reverse("accounts:invitation_join", args=[invitation.pk]))
+    assert roles(study)[newcomer.username] == Membership.Role.REVIEWER
+    assert not newcomer.assignments.filter(study=study).exists()  # reviewers get no queue
+
+
+def test_an_invitation_link_can_make_a_reviewer(client, study_setup, manager):
+    study, _ = study_setup
+    client.force_login(manager)
+    data = {"form": "invite", "invite-role": "reviewer", "invite-valid_days": "7"}
+    html = client.post(annotators_url(study), data).content.decode()
+    link = re.search(r">(http://testserver/invite/[\w-]+/)</textarea>", html)
+    assert study.invitations.get().role == Membership.Role.REVIEWER
+    client.logout()
+    client.get(link.group(1).removeprefix("http://testserver"))
+    data = {"username": "rev", "password": PASSWORD, "password_again": PASSWORD}
+    client.post(ACCEPT, data)
+    assert roles(study)["rev"] == Membership.Role.REVIEWER
+
+
+@pytest.mark.parametrize("role", ["manager", "owner"])
+def test_the_page_invites_annotators_and_reviewers_only(client, study_setup, manager, role):
+    study, _ = study_setup
+    client.force_login(manager)
+    data = {"form": "add", "add-username": UserFactory().username, "add-role": role}
+    response = client.post(annotators_url(study), data)
+    assert response.status_code == 422
+    assert 'id="id_add-role_error"' in response.content.decode()
+    assert not study.invitations.exists()
