@@ -320,7 +320,8 @@ def test_an_existing_account_is_invited_as_reviewer_from_the_page(client, study_
     newcomer = UserFactory()
     client.force_login(manager)
     page = client.get(annotators_url(study)).content.decode()
-    assert 'name="add-role"' in page and 'value="reviewer"' in page
+    assert 'name="add-role"' in page
+    assert 'value="reviewer"' in page
     data = {"form": "add", "add-username": newcomer.username, "add-role": "reviewer"}
     client.post(annotators_url(study), data)
     invitation = study.invitations.get()
