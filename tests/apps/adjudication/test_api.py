@@ -46,7 +46,7 @@ def test_the_api_sends_the_same_file_as_the_page(disputed, fmt):
 
 def test_curated_file_and_its_provenance(disputed):
     left_out = disputed.annotators[2]
-    annotator_exclude(study=disputed.study, annotator=left_out, by=disputed.manager)
+    annotator_exclude(study=disputed.study, annotator=left_out, by=disputed.manager, reason="spam")
     client = api(disputed.manager)
     query = {"format": "jsonl", "curated": "1"}
     body = b"".join(client.get(url(disputed), query).streaming_content)
