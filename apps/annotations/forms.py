@@ -17,6 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 
 from apps.annotations.models import Assignment
+from apps.annotations.selectors import AnswerShown
 from apps.annotations.tickets import ticket_issue, ticket_read
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Question, Study
@@ -127,11 +128,18 @@ class AnswerForm(ServiceFormMixin, forms.Form):
 
 
 class UndoForm(ServiceFormMixin, forms.Form):
-    """Retract the latest answered item; the key makes a repeated undo harmless."""
+    """Retract the latest answered item; the key makes a repeated undo harmless, and the
+    assignment (the answer the button names) keeps a stale page from undoing another one."""
 
     idempotency_key = forms.UUIDField(widget=forms.HiddenInput)
+    assignment = forms.IntegerField(widget=forms.HiddenInput, required=False)
 
     @classmethod
-    def fresh(cls) -> UndoForm:
-        """An unbound undo form with a new key."""
-        return cls(initial={"idempotency_key": uuid.uuid4()})
+    def fresh(cls, *, undo: AnswerShown | None) -> UndoForm:
+        """An unbound form, with a new key, that undoes ``undo`` (the latest answer)."""
+        return cls(
+            initial={
+                "idempotency_key": uuid.uuid4(),
+                "assignment": undo.assignment_id if undo else None,
+            }
+        )

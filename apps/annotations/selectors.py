@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db.models import Count, Prefetch, Q, QuerySet
 
 from apps.annotations.models import Annotation, Assignment, Revision
@@ -19,6 +21,63 @@ def assignment_next(*, annotator: Account, study: Study) -> Assignment | None:
         .order_by("skip_count", "-extra", "position", "round", "id")
         .first()
     )
+
+
+@dataclass(frozen=True)
+class AnswerShown:
+    """An answered item as the undo names it: "‘Positive’ on item 12"."""
+
+    assignment_id: int
+    item: str
+    labels: list[str]
+
+    def __str__(self) -> str:
+        return f"{', '.join(f'‘{name}’' for name in self.labels)} on item {self.item}"
+
+
+def answer_shown(*, assignment: Assignment) -> AnswerShown | None:
+    """The assignment's latest labels, the retracted ones included (``None`` if never answered).
+
+    For an answered item these are its current labels; for an item reopened by an undo, the
+    labels the undo retracted.
+    """
+    revisions = (
+        Revision.objects.filter(
+            annotation__item_id=assignment.item_id,
+            annotation__annotator_id=assignment.annotator_id,
+            annotation__round=assignment.round,
+            annotation__question__study_id=assignment.study_id,
+            label__isnull=False,
+        )
+        .order_by("annotation__question__position", "annotation_id", "-number")
+        .values_list("annotation_id", "label__name")
+    )
+    latest: dict[int, str] = {}
+    for annotation_id, name in revisions:
+        latest.setdefault(annotation_id, name)
+    if not latest:
+        return None
+    return AnswerShown(
+        assignment_id=assignment.pk,
+        item=assignment.item.external_id,
+        labels=list(latest.values()),
+    )
+
+
+def undo_next(*, annotator: Account, study: Study) -> AnswerShown | None:
+    """What the annotator's next undo retracts: their latest answered item (``None``: nothing).
+
+    Each undo reopens that item, so the one after goes a step further back.
+    """
+    latest = answered_latest_first(annotator=annotator, study=study).select_related("item").first()
+    return None if latest is None else answer_shown(assignment=latest)
+
+
+def answered_latest_first(*, annotator: Account, study: Study) -> QuerySet[Assignment]:
+    """The annotator's answered items, the latest answer first: the order undos take."""
+    return Assignment.objects.filter(
+        study=study, annotator=annotator, completed_at__isnull=False
+    ).order_by("-completed_at", "-id")
 
 
 def annotator_progress(*, annotator: Account, study: Study) -> dict[str, int]:

@@ -23,6 +23,7 @@ from analytics.selectors import excluded_annotator_ids
 from apps.adjudication.models import OverlapRule
 from apps.adjudication.selectors import flagged_annotator_ids, overlap_rule, question_aggregates
 from apps.annotations.models import Annotation, Assignment, Revision
+from apps.annotations.selectors import answered_latest_first
 from apps.annotations.values import clean_value
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Question, Study
@@ -358,12 +359,19 @@ def assignment_skip(*, annotator: Account, assignment: Assignment) -> Assignment
 
 @transaction.atomic
 def annotation_undo_last(
-    *, annotator: Account, study: Study, idempotency_key: uuid.UUID
+    *,
+    annotator: Account,
+    study: Study,
+    idempotency_key: uuid.UUID,
+    assignment_id: int | None = None,
 ) -> Assignment | None:
     """Retract the annotator's latest answered item and put it back at the front of the queue.
 
     The retraction is a revision with no value; the earlier revisions stay in the history.
-    Re-sending the same key undoes nothing more. Returns the reopened assignment, or ``None``.
+    Re-sending the same key undoes nothing more; each new key goes one step further back.
+    ``assignment_id``, the answer the page offered to undo, must still be the latest: a stale
+    page (another tab undid or answered meanwhile) undoes nothing (``ValidationError``).
+    Returns the reopened assignment, or ``None``.
     """
     repeat = (
         Revision.objects.filter(
@@ -379,12 +387,18 @@ def annotation_undo_last(
             round=repeat.annotation.round,
         ).first()
     latest = (
-        Assignment.objects.select_for_update()
+        answered_latest_first(annotator=annotator, study=study)
+        .select_for_update()
         .select_related("study")
-        .filter(study=study, annotator=annotator, completed_at__isnull=False)
-        .order_by("-completed_at", "-id")
         .first()
     )
+    if assignment_id is not None and (latest is None or latest.pk != assignment_id):
+        raise ValidationError(
+            {
+                "assignment": "That answer was already undone, or you answered since: "
+                "nothing more was undone. The undo button now names your latest answer."
+            }
+        )
     if latest is None:
         return None
     assignment_check_annotator(annotator=annotator, assignment=latest)

@@ -18,7 +18,12 @@ from apps.annotations.exporting import (
     provenance_json,
 )
 from apps.annotations.forms import AnswerForm, QueueQuestion, UndoForm, queue_questions
-from apps.annotations.selectors import annotator_progress, assignment_next
+from apps.annotations.selectors import (
+    annotator_progress,
+    answer_shown,
+    assignment_next,
+    undo_next,
+)
 from apps.annotations.services import annotation_undo_last, annotations_submit, assignment_skip
 from apps.exchange.huggingface import LICENSES, dataset_response
 from apps.exchange.identity import PSEUDONYMS, USERNAMES
@@ -42,12 +47,14 @@ def _queue_post(
                 annotator=request.user,
                 study=study,
                 idempotency_key=undo.cleaned_data["idempotency_key"],
+                assignment_id=undo.cleaned_data["assignment"],
             )
+            undone = reopened and answer_shown(assignment=reopened)
             if not undo.errors:
                 messages.info(
                     request,
-                    "Your last answer was undone; that item is shown again."
-                    if reopened
+                    f"Undone: {undone}; that item is shown again."
+                    if undone
                     else "There is nothing to undo.",
                 )
         return undo
@@ -100,6 +107,7 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
             return redirect("annotations:queue", study.pk)
         failed = form if form.errors else None
     assignment = assignment_next(annotator=request.user, study=study) if study.is_running else None
+    undo = undo_next(annotator=request.user, study=study)
     context = {
         "study": study,
         "instructions": render_markdown(study.instructions),
@@ -107,7 +115,9 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
         "form": AnswerForm.for_assignment(
             study=study, annotator=request.user, assignment=assignment, questions=questions
         ),
-        "undo_form": UndoForm.fresh(),
+        "undo": undo,
+        "undo_form": UndoForm.fresh(undo=undo),
+        "earlier": answer_shown(assignment=assignment) if assignment else None,
         "progress": annotator_progress(annotator=request.user, study=study),
         "failed": failed,
     }

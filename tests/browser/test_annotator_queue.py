@@ -51,7 +51,7 @@ def test_keyboard_labelling_swaps_items_without_reloading(open_page, sign_in, sc
 
     page.keyboard.press("u")  # undo brings the third item back
     expect(page.locator(".item__text")).to_have_text(seen[-1])
-    expect(page.locator("#messages")).to_contain_text("undone")
+    expect(page.locator("#messages")).to_contain_text("Undone: ‘Positive’")
     page.keyboard.press("s")  # skip moves it behind the others
     expect(page.locator(".item__text")).not_to_have_text(seen[-1])
     assert page.evaluate("window.__sameDocument") == "yes"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 from django.core import signing
@@ -250,7 +251,7 @@ def test_undo_retracts_the_last_answer_and_shows_it_again(annotator_client):
     response = client.post(queue_url(study), undo, **HTMX)
     assert response.status_code == 200
     assert first.item.text in response.content.decode()
-    assert "undone" in response.content.decode()
+    assert "Undone: ‘Positive’" in response.content.decode()
     client.post(queue_url(study), undo, **HTMX)  # a repeated undo changes nothing more
     assert [r.value for r in Revision.objects.order_by("id")] == [{"label": "positive"}, None]
     first.refresh_from_db()
@@ -345,3 +346,58 @@ def test_manager_downloads_annotations(annotator_client, manager, fmt, content_t
 def test_annotators_cannot_download(annotator_client):
     client, study, _ = annotator_client
     assert client.get(reverse("annotations:export", args=[study.pk, "csv"])).status_code == 403
+
+
+def _undo_data(page) -> dict[str, str]:
+    """The undo form the queue page shows: its key and the answer it undoes."""
+    form = page.context["undo_form"]
+    return {
+        "action": "undo",
+        "idempotency_key": str(form.initial["idempotency_key"]),
+        "assignment": str(form.initial["assignment"]),
+    }
+
+
+def test_undo_goes_back_several_steps_naming_each_answer(annotator_client):
+    client, study, annotator = annotator_client
+    items = []
+    for label in ["negative", "neutral", "positive"]:
+        items.append(assignment_next(annotator=annotator, study=study).item)
+        client.post(queue_url(study), answer(client, study, label))
+    page = client.get(queue_url(study))
+    assert f"Undo: ‘Positive’ on item {items[2].external_id}" in page.content.decode()
+    for undone, name, earlier in [(2, "Positive", "Neutral"), (1, "Neutral", "Negative")]:
+        data = _undo_data(page)
+        response = client.post(queue_url(study), data, **HTMX)
+        html = response.content.decode()
+        assert response.status_code == 200
+        assert f"Undone: ‘{name}’ on item {items[undone].external_id}" in html
+        assert items[undone].text in html  # the undone item is shown again ...
+        assert f"Your answer before the undo: ‘{name}’" in html  # ... with the earlier answer
+        assert f"Undo: ‘{earlier}’ on item {items[undone - 1].external_id}" in html
+        assert client.post(queue_url(study), data, **HTMX).status_code == 200  # resent: no-op
+        page = client.get(queue_url(study))
+    values = [r.value for r in Revision.objects.order_by("annotation__item__position", "number")]
+    assert values == [
+        {"label": "negative"},
+        {"label": "neutral"},
+        None,
+        {"label": "positive"},
+        None,
+    ]
+
+
+def test_a_stale_undo_with_a_new_key_undoes_nothing_else(annotator_client):
+    """A second tab's undo names an answer that is no longer the latest: 422, nothing written."""
+    client, study, _ = annotator_client
+    for label in ["negative", "positive"]:
+        client.post(queue_url(study), answer(client, study, label))
+    stale = _undo_data(client.get(queue_url(study)))
+    client.post(queue_url(study), stale, **HTMX)
+    before = Revision.objects.count()
+    response = client.post(
+        queue_url(study), {**stale, "idempotency_key": str(uuid.uuid4())}, **HTMX
+    )
+    assert response.status_code == 422
+    assert "already undone" in response.content.decode()
+    assert Revision.objects.count() == before
