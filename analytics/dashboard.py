@@ -20,11 +20,11 @@ from analytics.config import QualityConfig, quality_config
 from analytics.indicators import Indicator, StudyFigure
 from analytics.intervals import freshness, interval_text
 from analytics.metrics.outliers import landis_koch_band
-from analytics.models import Flag, QualitySnapshot
+from analytics.models import Exclusion, Flag, QualitySnapshot
 from analytics.pipeline import answers_waiting
 from analytics.plotting import SPARK_H, SPARK_W, fmt, heatmap_layout, map_layout, sparkline
 from analytics.selectors import (
-    excluded_annotator_ids,
+    active_exclusions,
     latest_snapshot,
     question_flags,
     snapshot_history,
@@ -41,7 +41,7 @@ class Row:
     name: str
     cells: list[dict[str, Any]]
     flags: list[Flag] = field(default_factory=list)
-    excluded: bool = False
+    exclusion: Exclusion | None = None
     band: str = ""
     trend: str = ""
 
@@ -124,7 +124,7 @@ def dashboard_context(
     ids: list[int] = indicators["annotators"]
     users = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
     names = [users.get(a, f"#{a}") for a in ids]
-    excluded = excluded_annotator_ids(study=study)
+    exclusions = {e.annotator_id: e for e in active_exclusions(study=study)}
     flags = list(question_flags(question=question))
     by_annotator: dict[int | None, list[Flag]] = {}
     for flag in flags:
@@ -164,12 +164,14 @@ def dashboard_context(
                     for spec in columns
                 ],
                 flags=own_flags,
-                excluded=user_id in excluded,
+                exclusion=exclusions.get(user_id),
                 band=_band(mine),
                 trend=sparkline(trend_of[user_id]),
             )
         )
-    rows.sort(key=lambda r: (not any(f.status == "open" and f.active for f in r.flags), r.name))
+    # by name only: a key that flags or exclusions change would move the next row's buttons
+    # under the pointer after a click or a push
+    rows.sort(key=lambda r: (r.name.casefold(), r.user_id))
     flagged_idx = {ids.index(f.annotator_id) for f in flags if f.annotator_id in ids and f.active}
     study_figures = indicators.get("study", {})
     shown = [figure for figure in kind.study_figures if figure.key in study_figures]

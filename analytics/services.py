@@ -239,14 +239,18 @@ def _notify_study(study: Study) -> None:
 
 
 @transaction.atomic
-def annotator_exclude(
-    *, study: Study, annotator: Account, by: Account, reason: str = ""
-) -> Exclusion:
+def annotator_exclude(*, study: Study, annotator: Account, by: Account, reason: str) -> Exclusion:
     """Leave the annotator's answers out of the study's curated exports (until included again).
 
-    Excluding twice returns the active exclusion. Open flags of the annotator in the study are
-    confirmed by the same act and logged with the reason.
+    ``reason`` is required (it goes into the provenance of curated exports); a blank one raises
+    ``ValidationError`` and writes nothing. Excluding twice returns the active exclusion. Open
+    flags of the annotator in the study are confirmed by the same act and logged with the reason.
     """
+    reason = reason.strip()
+    if not reason:
+        raise ValidationError({"reason": "Say why: the reason goes into the exports' provenance."})
+    if len(reason) > Exclusion._meta.get_field("reason").max_length:
+        raise ValidationError({"reason": "Keep the reason under 500 characters."})
     if not study.memberships.filter(user=annotator).exists():
         raise ValidationError({"annotator": "This user takes no part in the study."})
     current = Exclusion.objects.filter(
@@ -254,9 +258,7 @@ def annotator_exclude(
     ).first()
     if current is not None:
         return current
-    exclusion = Exclusion.objects.create(
-        study=study, annotator=annotator, by=by, reason=reason[:500]
-    )
+    exclusion = Exclusion.objects.create(study=study, annotator=annotator, by=by, reason=reason)
     for flag in Flag.objects.filter(study=study, annotator=annotator, status=Flag.Status.OPEN):
         _flag_set_status(
             flag=flag, actor=by, status=Flag.Status.CONFIRMED, note=f"excluded: {reason}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -17,7 +18,7 @@ from analytics.services import annotator_exclude, annotator_include, flag_confir
 from apps.models_registry.selectors import MODEL_RUN_KINDS, leaderboard
 from apps.studies.access import managed_study
 from apps.studies.models import Question, Study
-from core.types import SignedInHtmxRequest
+from core.types import Account, SignedInHtmxRequest
 
 
 def _question(study: Study, question_id: str | int | None) -> Question | None:
@@ -75,26 +76,58 @@ def flag_review(request: SignedInHtmxRequest, study_id: int, flag_id: int) -> Ht
     return _back(study, flag.question_id)
 
 
+def _exclusion_form(
+    request: SignedInHtmxRequest,
+    study: Study,
+    question: Question | None,
+    annotator: Account,
+    error: ValidationError,
+) -> HttpResponse:
+    """The exclusion form again with the service's messages, writing nothing: 422 like every
+    form with errors (htmx swaps it in place of the form; without JavaScript a page of its own).
+    """
+    context = {
+        "study": study,
+        "question": question,
+        "user_id": annotator.pk,
+        "name": annotator.get_username(),
+        "reason": request.POST.get("reason", ""),
+        "errors": error.messages,
+    }
+    template = "analytics/_exclusion_form.html" if request.htmx else "analytics/exclusion.html"
+    return render(request, template, context, status=422)
+
+
 @login_required
 @require_POST
 def annotator_exclusion(request: SignedInHtmxRequest, study_id: int, user_id: int) -> HttpResponse:
-    """Exclude an annotator from curated exports, or include them again."""
+    """Exclude an annotator from curated exports (``action=exclude`` with a required
+    ``reason``), or undo it (``action=include``)."""
     study = managed_study(request, study_id)
     annotator = get_object_or_404(get_user_model(), pk=user_id, memberships__study=study)
+    question = _question(study, request.POST.get("question") or request.GET.get("question"))
     action = request.POST.get("action")
     if action == "exclude":
-        annotator_exclude(
-            study=study, annotator=annotator, by=request.user, reason=request.POST.get("reason", "")
-        )
+        try:
+            annotator_exclude(
+                study=study,
+                annotator=annotator,
+                by=request.user,
+                reason=request.POST.get("reason", ""),
+            )
+        except ValidationError as error:
+            return _exclusion_form(request, study, question, annotator, error)
         text = f"{annotator.get_username()} is excluded from curated exports."
     elif action == "include":
         annotator_include(study=study, annotator=annotator, by=request.user)
         text = f"{annotator.get_username()} is included again."
     else:
         return HttpResponse("Unknown action.", status=400)
-    question = _question(study, request.POST.get("question") or request.GET.get("question"))
     if request.htmx:
-        return _annotators_fragment(request, study, question)
+        response = _annotators_fragment(request, study, question)
+        # the exclusion form asked for itself as target (to show errors): the table answers
+        response["HX-Retarget"], response["HX-Reswap"] = "#quality-annotators", "outerHTML"
+        return response
     messages.success(request, text)
     return _back(study, question.pk if question else None)
 

@@ -218,16 +218,6 @@ def test_dashboard_page_for_managers_only(client):
     assert 'id="quality-items"' in partial
 
 
-@pytest.mark.django_db
-def test_exclude_button_works_without_javascript(client):
-    study, annotators = running_study(n_items=4, n_annotators=3)
-    client.force_login(study.created_by)
-    url = reverse("analytics:annotator_exclusion", args=[study.pk, annotators[0].pk])
-    response = client.post(url, {"action": "exclude"})
-    assert response.status_code == 302
-    assert excluded_annotator_ids(study=study) == {annotators[0].pk}
-
-
 def _connect(user, study_id: int):
     async def run():
         communicator = WebsocketCommunicator(

@@ -114,7 +114,9 @@ def test_aggregated_export_with_adjudication_and_curation(client, disputed):
     assert split["ds_label"] == "negative"
     assert abs(sum(json.loads(split["ds_posterior"]).values()) - 1) < 1e-5
 
-    annotator_exclude(study=disputed.study, annotator=disputed.annotators[2], by=disputed.manager)
+    annotator_exclude(
+        study=disputed.study, annotator=disputed.annotators[2], by=disputed.manager, reason="spam"
+    )
     curated = {row["item"]: row for row in _csv_rows(client.get(url, {"curated": "1"}))}
     assert curated[split_item.external_id]["n_answers"] == "3"
     assert curated[split_item.external_id]["disagreement"] == "0"

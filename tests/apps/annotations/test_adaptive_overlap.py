@@ -67,7 +67,7 @@ def test_excluded_and_flagged_annotators_answers_do_not_count(adaptive, how):
     study, question = adaptive
     item, (first, second) = first_pair(study)
     if how == "excluded":
-        annotator_exclude(study=study, annotator=first, by=study.created_by)
+        annotator_exclude(study=study, annotator=first, by=study.created_by, reason="spam")
     else:
         Flag.objects.create(
             study=study, question=question, annotator=first, indicator="kappa", reason="low"

@@ -101,6 +101,7 @@ PAGES: dict[str, Page] = {
         _with(question_key=lambda s: "trace", assignment_id=lambda s: s.assignment.pk),
     ),
     "items:import": Page(MANAGERS, _study),
+    "items:list": Page(MANAGERS, _study),
     "items:detail": Page(MANAGERS, _with(item_id=lambda s: s.item.pk)),
     "items:media": Page(
         MEMBERS, _with(item_id=lambda s: s.item.pk, name=lambda s: s.item.media.name.split("/")[-1])
@@ -111,7 +112,11 @@ PAGES: dict[str, Page] = {
         MANAGERS, _with(flag_id=lambda s: s.flag.pk), "post", {"action": "dismiss"}, ok=302
     ),
     "analytics:annotator_exclusion": Page(
-        MANAGERS, _with(user_id=lambda s: s.annotator.pk), "post", {"action": "exclude"}, ok=302
+        MANAGERS,
+        _with(user_id=lambda s: s.annotator.pk),
+        "post",
+        {"action": "exclude", "reason": "answers at random"},
+        ok=302,
     ),
     "analytics:competence": Page(
         MANAGERS,
