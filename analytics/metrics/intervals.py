@@ -16,7 +16,7 @@ indicator key (the dashboard's keys) to an :class:`~analytics.metrics.uncertaint
   (kappa_SDA with the known truth on gold items), each with the effective number of
   independent steps it rests on.
 * :func:`indicator_intervals_pairwise`: per annotator ``transitivity_kappa`` (delete-one-item
-  jackknife).
+  jackknife over the triplets the figure counts).
 
 A figure from less evidence than its minimum is not a value: its estimate and bounds are nan
 and ``n`` says how much evidence there was ("1 repeat: too few").
@@ -33,7 +33,7 @@ block bootstrap of :mod:`~analytics.metrics.uncertainty` stays too narrow (see t
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -42,9 +42,10 @@ from scipy import stats
 from analytics.metrics._validate import as_label_data, as_ratings, check_min_overlap
 from analytics.metrics.alignment import remove_lags
 from analytics.metrics.categorical import Weights, _disagreement_weights
-from analytics.metrics.preferences import Chance, Judgement
+from analytics.metrics.preferences import Chance
 from analytics.metrics.traces import IccKind, _check_tol, icc
 from analytics.metrics.uncertainty import (
+    CountedTriplets,
     Interval,
     Seed,
     _item_pairs,
@@ -56,7 +57,7 @@ from analytics.metrics.uncertainty import (
     effective_sample_size,
     kappa_interval,
     normal_interval,
-    transitivity_kappa_jackknife,
+    transitivity_kappa_jackknife_counted,
 )
 
 __all__ = [
@@ -961,7 +962,7 @@ def _icc_over_items(
 
 
 def indicator_intervals_pairwise(
-    judgements: Sequence[Iterable[Judgement]],
+    counted: Sequence[CountedTriplets],
     *,
     strict: bool = False,
     chance: Chance = "observed",
@@ -972,8 +973,11 @@ def indicator_intervals_pairwise(
 
     Parameters
     ----------
-    judgements : sequence of iterables of (item_a, item_b, outcome)
-        Each annotator's judgements (index = annotator row).
+    counted : sequence of CountedTriplets
+        Each annotator's counted triplets and judged pairs (index = annotator row): the
+        triplets the live figure counts (the studio counts those a calibration or audit
+        answer completed), or every complete triplet
+        (:func:`~analytics.metrics.uncertainty.complete_triplets`).
     strict : bool
         Strict preferences (no ties).
     chance : {"observed", "amidei"}
@@ -989,15 +993,15 @@ def indicator_intervals_pairwise(
     -------
     dict of str -> Interval
         ``"transitivity_kappa"``: arrays ``(n_annotators,)`` from
-        :func:`~analytics.metrics.uncertainty.transitivity_kappa_jackknife` (items left out
-        in turn), ``n`` = items judged; nan below ``min_items``.
+        :func:`~analytics.metrics.uncertainty.transitivity_kappa_jackknife_counted` (items
+        left out in turn), ``n`` = items judged; nan below ``min_items``.
 
     Notes
     -----
     .. math:: \hat K \pm z\,\mathrm{se}_J, \qquad
               \mathrm{se}_J^2 = \frac{n - 1}{n} \sum_i (K_{(i)} - \bar K_{(\cdot)})^2
 
-    One jackknife per annotator (:math:`O(n^4)` in the items an annotator judged).
+    One jackknife per annotator, linear in the counted triplets.
 
     References
     ----------
@@ -1008,16 +1012,20 @@ def indicator_intervals_pairwise(
 
     Examples
     --------
+    >>> from analytics.metrics.uncertainty import complete_triplets
     >>> rng = np.random.default_rng(0)
     >>> score = rng.standard_normal(10)
     >>> careful = [(a, b, 1 if score[a] > score[b] else -1) for a in range(10) for b in range(a)]
-    >>> out = indicator_intervals_pairwise([careful, careful[:2]])
+    >>> counted = [complete_triplets(careful), complete_triplets(careful[:2])]
+    >>> out = indicator_intervals_pairwise(counted)
     >>> out["transitivity_kappa"].estimate, out["transitivity_kappa"].n
     (array([ 1., nan]), array([10,  3]))
     """
     results = [
-        transitivity_kappa_jackknife(one, strict=strict, chance=chance, confidence=confidence)
-        for one in judgements
+        transitivity_kappa_jackknife_counted(
+            one, strict=strict, chance=chance, confidence=confidence
+        )
+        for one in counted
     ]
     n = np.array([r.n for r in results], dtype=np.int64)
     parts = np.array([[r.estimate, r.low, r.high] for r in results], dtype=np.float64).reshape(

@@ -32,6 +32,7 @@ where the statistic is undefined (nan) are left out of the quantiles. Every resu
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -56,7 +57,6 @@ from analytics.metrics.preferences import (
     Judgement,
     _encode,
     _latest_relation,
-    _triplets,
     transitivity_kappa_from_counts,
 )
 from analytics.metrics.traces import (
@@ -67,11 +67,13 @@ from analytics.metrics.traces import (
 )
 
 __all__ = [
+    "CountedTriplets",
     "Interval",
     "alpha_bootstrap",
     "annotator_mean_aad_bootstrap",
     "block_bootstrap_weights",
     "bootstrap_weights",
+    "complete_triplets",
     "dawid_skene_competence_bootstrap",
     "effective_sample_size",
     "fleiss_kappa_bootstrap",
@@ -84,6 +86,7 @@ __all__ = [
     "normal_interval",
     "transitivity_kappa_interval",
     "transitivity_kappa_jackknife",
+    "transitivity_kappa_jackknife_counted",
 ]
 
 _BATCH = 1 << 22
@@ -1388,9 +1391,9 @@ def transitivity_kappa_jackknife(
 
     .. math:: \mathrm{se}_J^2 = \frac{n - 1}{n} \sum_i \big(K_{(i)} - \bar K_{(\cdot)}\big)^2
 
-    Each replicate is :func:`~analytics.metrics.triplet_counts` of the relation with row and
-    column :math:`i` zeroed (five :math:`n \times n` matrix products), so the cost is
-    :math:`O(n^4)`: well under a second for 100 items, an off-path job for several hundred.
+    Every complete triplet of the relation is listed (:func:`complete_triplets`) and
+    :func:`transitivity_kappa_jackknife_counted` leaves the items out in turn: the cost is
+    that of listing the triplets, :math:`O(n^3)` at most.
 
     The jackknife variance is biased upward (Efron & Stein 1981), so the interval errs on the
     wide side. In a simulation (Thurstone annotators judging all pairs of 12 or 30 items,
@@ -1419,31 +1422,130 @@ def transitivity_kappa_jackknife(
     >>> round(res.estimate, 3), round(res.low, 3), round(res.high, 3), res.n
     (0.4, -0.123, 0.923, 12)
     """
+    return transitivity_kappa_jackknife_counted(
+        complete_triplets(judgements, strict=strict),
+        strict=strict,
+        chance=chance,
+        confidence=confidence,
+    )
+
+
+class CountedTriplets(NamedTuple):
+    """The triplets one annotator's transitivity kappa counts, and the pairs behind its
+    chance level.
+
+    ``triplets``: ``(T, 3)`` item codes of the counted triplets; ``transitive``: ``(T,)``
+    whether each forms a weak order; ``pairs``: ``(P, 2)`` item codes of the judged pairs
+    (their latest outcome); ``tied``: ``(P,)`` whether that outcome is a tie. Items are any
+    integer codes.
+    """
+
+    triplets: NDArray[np.int64]
+    transitive: NDArray[np.bool_]
+    pairs: NDArray[np.int64]
+    tied: NDArray[np.bool_]
+
+
+def complete_triplets(judgements: Iterable[Judgement], *, strict: bool = False) -> CountedTriplets:
+    """Every complete triplet of one annotator's judgements (the latest judgement of a
+    repeated pair counts), as :func:`~analytics.metrics.triplet_counts` counts them.
+
+    Examples
+    --------
+    >>> found = complete_triplets([("a", "b", 1), ("b", "c", 1), ("c", "a", 1), ("a", "d", 0)])
+    >>> found.triplets.tolist(), found.transitive.tolist(), found.tied.tolist()
+    ([[0, 1, 2]], [False], [False, False, True, False])
+    """
+    P, T = _latest_relation(_encode(judgements, strict=strict))
+    judged = P | P.T | T
+    lo, hi = np.nonzero(np.triu(judged, 1))
+    # third items k > hi judged with both ends of the pair (i < j < k: each triplet once)
+    third = judged[lo] & judged[hi] & (np.arange(judged.shape[0]) > hi[:, None])
+    row, k = np.nonzero(third)
+    triplets = np.column_stack([lo[row], hi[row], k]).astype(np.int64)
+    at_least = P | T  # x at least as good as y
+    transitive = np.ones(len(triplets), dtype=bool)
+    for x, y, z in itertools.permutations(range(3)):
+        a, b, c = triplets[:, x], triplets[:, y], triplets[:, z]
+        transitive &= ~(at_least[a, b] & at_least[b, c]) | at_least[a, c]
+    return CountedTriplets(
+        triplets, transitive, np.column_stack([lo, hi]).astype(np.int64), T[lo, hi]
+    )
+
+
+def transitivity_kappa_jackknife_counted(
+    counted: CountedTriplets,
+    *,
+    strict: bool = False,
+    chance: Chance = "amidei",
+    confidence: float = 0.95,
+) -> Interval:
+    r"""Transitivity kappa of counted triplets with a delete-one-item jackknife interval.
+
+    Parameters
+    ----------
+    counted : CountedTriplets
+        The triplets the figure counts (e.g. only those a calibration or audit answer
+        completed, as the studio's live figure does) and the judged pairs.
+    strict, chance, confidence
+        As in :func:`transitivity_kappa_jackknife`.
+
+    Returns
+    -------
+    Interval
+        ``estimate`` = :func:`~analytics.metrics.transitivity_kappa_from_counts` of the counts
+        (with the tie rate of ``pairs`` under ``chance="observed"``), the jackknife interval
+        clipped to kappa's range, ``n`` = items judged, ``replicates`` = the kappas without
+        each item.
+
+    Notes
+    -----
+    Leaving item :math:`i` out removes the triplets and the pairs through it, so every
+    replicate is a difference of totals and per-item counts (one ``bincount`` each):
+
+    .. math:: K_{(i)} = K\big(n_T - n_{T,i},\; n_C - n_{C,i},\;
+              t_{(i)} = \frac{n_{ties} - n_{ties,i}}{n_{pairs} - n_{pairs,i}}\big)
+
+    Examples
+    --------
+    >>> counted = complete_triplets([(0, 1, 1), (1, 2, 1), (0, 2, 1), (2, 3, 1), (1, 3, 1),
+    ...                              (0, 3, -1)])
+    >>> res = transitivity_kappa_jackknife_counted(counted, chance="observed")
+    >>> res.estimate, res.n  # 2 of 4 triplets transitive, chance 3/4 without ties
+    (-1.0, 4)
+    """
     if chance not in ("amidei", "observed"):
         raise ValueError(f"chance must be 'amidei' or 'observed'; got {chance!r}")
-    P, T = _latest_relation(_encode(judgements, strict=strict))
-    n_items = P.shape[0]
+    triplets, transitive, pairs, tied = counted
+    items, codes = np.unique(np.concatenate([pairs.ravel(), triplets.ravel()]), return_inverse=True)
+    n_items = items.size
+    in_pairs, in_triplets = codes[: pairs.size], codes[pairs.size :]
 
-    def tie_rate(both: NDArray[np.bool_]) -> float | None:
-        if chance == "amidei":
-            return None
-        ties, strict_pairs = (T & both).sum() / 2, (P & both).sum()
-        return float(ties / (ties + strict_pairs)) if ties + strict_pairs else 0.0
+    def per_item(where: NDArray[np.intp], weights: NDArray[np.bool_], width: int) -> NDArray:
+        return np.bincount(where, np.repeat(weights, width).astype(float), minlength=n_items)
 
-    def kappa(keep: NDArray[np.bool_]) -> float:
-        both = np.outer(keep, keep)
-        counts = _triplets(P & both, T & both)
-        return transitivity_kappa_from_counts(*counts, strict=strict, tie_rate=tie_rate(both))
+    all_ones = np.ones(len(triplets), dtype=bool)
+    n_t = transitive.sum() - per_item(in_triplets, transitive, 3)
+    n_c = len(triplets) - per_item(in_triplets, all_ones, 3)
+    ties = tied.sum() - per_item(in_pairs, tied, 2)
+    judged = len(pairs) - per_item(in_pairs, np.ones(len(pairs), dtype=bool), 2)
 
-    replicates = np.array([kappa(keep) for keep in ~np.eye(n_items, dtype=bool)])
-    estimate = kappa(np.ones(n_items, dtype=bool)) if n_items else math.nan
+    def kappa(n_transitive: float, n_complete: float, n_ties: float, n_pairs: float) -> float:
+        rate = None if chance == "amidei" else (float(n_ties / n_pairs) if n_pairs else 0.0)
+        return float(
+            transitivity_kappa_from_counts(
+                round(n_transitive), round(n_complete), strict=strict, tie_rate=rate
+            )
+        )
+
+    replicates = np.array([kappa(*counts) for counts in zip(n_t, n_c, ties, judged, strict=True)])
+    whole = (transitive.sum(), len(triplets), tied.sum(), len(pairs))
+    estimate = kappa(*whole) if n_items else math.nan
     defined = replicates[~np.isnan(replicates)]
     if math.isnan(estimate) or defined.size < 2:
         return Interval(estimate, math.nan, math.nan, n_items, replicates)
     se = math.sqrt((defined.size - 1) / defined.size * np.sum((defined - defined.mean()) ** 2))
     # kappa's range: [K at P(A) = 0, 1] with the data's chance level
-    floor = transitivity_kappa_from_counts(
-        0, 1, strict=strict, tie_rate=tie_rate(np.ones((n_items, n_items), dtype=bool))
-    )
+    floor = kappa(0, 1, whole[2], whole[3])
     low, high = normal_interval(estimate, se, confidence=confidence, bounds=(floor, 1.0))
     return Interval(estimate, low, high, n_items, replicates)

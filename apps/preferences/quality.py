@@ -42,6 +42,7 @@ from analytics.metrics.categorical import kappa_from_confusion, pairwise_confusi
 from analytics.metrics.intervals import indicator_intervals_pairwise
 from analytics.metrics.krippendorff import coincidence_matrix
 from analytics.metrics.preferences import transitivity_kappa_from_counts
+from analytics.metrics.uncertainty import CountedTriplets
 from analytics.models import QualityState
 from analytics.pipeline import annotator_index, publish_after_commit, state_for_update
 from analytics.sufficient_stats import PAIRWISE_COLUMNS, PairwiseStats
@@ -444,22 +445,38 @@ def derive_question(state: QualityState, question: Question, *, with_map: bool) 
     )
 
 
+def _counted_triplets(kept: Sequence[Judgement], *, strict: bool) -> CountedTriplets:
+    """What the live transitivity kappa of :func:`_annotator_row` and :func:`derive_pairwise`
+    rests on, from one annotator's kept judgements (:func:`_kept_after`): the triplets
+    :func:`~apps.preferences.selectors.consistency` counts (those a calibration or audit answer
+    completed) and the latest kept outcome of each judged pair (the pair confusion's diagonal,
+    whose ties give the chance level)."""
+    triplets = consistency(kept, strict=strict, record=True).triplets
+    latest = _latest_codes(kept)
+    return CountedTriplets(
+        np.array([t[:3] for t in triplets], dtype=np.int64).reshape(-1, 3),
+        np.array([t[3] for t in triplets], dtype=bool),
+        np.array(list(latest), dtype=np.int64).reshape(-1, 2),
+        np.array([code == 1 for code in latest.values()], dtype=bool),
+    )
+
+
 def judgement_intervals(question: Question) -> IntervalSet | None:
     """95 % jackknife intervals of each annotator's transitivity kappa (items left out in turn,
-    :func:`~analytics.metrics.intervals.indicator_intervals_pairwise`) from their kept
-    judgements, with the chance level of their own tie rate, ``n`` in complete triplets.
-    ``None`` before the first judgement."""
+    :func:`~analytics.metrics.intervals.indicator_intervals_pairwise`) over the very triplets
+    and tie rate the live figure counts (:func:`_counted_triplets` of :func:`_kept_after`), so
+    each interval is centred on the value shown; ``n`` in complete triplets. ``None`` before
+    the first judgement."""
     state = QualityState.objects.filter(question=question).first()
     if state is None or not state.annotator_ids:
         return None
-    row_of = {a: k for k, a in enumerate(state.annotator_ids)}
-    judgements: list[list[tuple[int, int, int]]] = [[] for _ in row_of]
-    kept = Judgement.objects.kept().filter(question=question).order_by("annotator_id", "sequence")
-    for judgement in kept:
-        if judgement.annotator_id in row_of:
-            judgements[row_of[judgement.annotator_id]].append(judgement.as_tuple())
+    strict = clean_pairwise_settings(question.settings).strict
+    by_annotator: dict[int, list[Judgement]] = {a: [] for a in state.annotator_ids}
+    for judgement in _history(question.pk, annotator_id__in=state.annotator_ids):
+        by_annotator[judgement.annotator_id].append(judgement)
     found = indicator_intervals_pairwise(
-        judgements, strict=clean_pairwise_settings(question.settings).strict
+        [_counted_triplets(_kept_after(mine), strict=strict) for mine in by_annotator.values()],
+        strict=strict,
     )
     evidence = derive_question(state, question, with_map=False).evidence
     return IntervalSet(

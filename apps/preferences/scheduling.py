@@ -189,9 +189,13 @@ class TripletCounter:
     ...     counter.add(a, b, outcome, sort=False)
     >>> counter.n_transitive, counter.n_complete
     (0, 1)
+
+    With ``record=True`` it also lists each counted triplet as ``(a, b, third, transitive)``
+    in :attr:`triplets` (for the jackknife interval of the same figure).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, record: bool = False) -> None:
+        self.triplets: list[tuple[int, int, int, bool]] | None = [] if record else None
         self.n_transitive = 0
         self.n_complete = 0
         self.n_answers = 0
@@ -209,8 +213,11 @@ class TripletCounter:
         self.n_ties += outcome == 0
         if not sort:  # a sort answer completes its triplets transitively by construction
             for third in self.partners[a] & self.partners[b]:
+                transitive = self._transitive(a, b, third)
                 self.n_complete += 1
-                self.n_transitive += self._transitive(a, b, third)
+                self.n_transitive += transitive
+                if self.triplets is not None:
+                    self.triplets.append((a, b, third, transitive))
         self.partners[a].add(b)
         self.partners[b].add(a)
 

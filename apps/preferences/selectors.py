@@ -194,15 +194,20 @@ class Consistency:
     n_transitive: int
     n_complete: int
     tie_rate: float
+    #: With ``record``: each counted triplet as ``(a, b, c, transitive)``.
+    triplets: Sequence[tuple[int, int, int, bool]] = ()
 
 
-def consistency(judgements: Sequence[Judgement | JudgementRow], *, strict: bool) -> Consistency:
-    """Amidei's transitivity kappa of one annotator's judgements (see :class:`Consistency`).
+def consistency(
+    judgements: Sequence[Judgement | JudgementRow], *, strict: bool, record: bool = False
+) -> Consistency:
+    """Amidei's transitivity kappa of one annotator's judgements (see :class:`Consistency`);
+    ``record`` lists the counted triplets too.
 
     Counted by :class:`TripletCounter`: O(judgements x partners per item), no items x items
     matrix (an annotator answering "equal" to everything judges as many items as pairs).
     """
-    counter = TripletCounter()
+    counter = TripletCounter(record=record)
     for judgement in judgements:
         if judgement.phase == Judgement.Phase.VERIFY:  # a re-ask of a pair asked before
             continue
@@ -213,6 +218,7 @@ def consistency(judgements: Sequence[Judgement | JudgementRow], *, strict: bool)
         n_transitive=counter.n_transitive,
         n_complete=counter.n_complete,
         tie_rate=counter.tie_rate,
+        triplets=counter.triplets or (),
     )
 
 

@@ -131,3 +131,27 @@ def test_pairwise_intervals_appear_and_flag_states_them(judged, client):
     kappa = last["indicators"]["transitivity_kappa"]
     assert kappa["high"] == pytest.approx(entry[2], abs=1e-4)
     assert kappa["unit"] == "triplets"
+
+
+def test_pairwise_interval_is_centred_on_the_live_transitivity_kappa(
+    intervals_on, pinned_pair_seed
+):
+    """Sort answers, audits (re-asked implied pairs) and ties: the interval's estimate is the
+    live figure, both counted from one reading of the kept judgements."""
+    ps = make_pairwise_study(n_items=9, n_annotators=3, settings={"audit_rate": 0.4})
+    levels = {item.pk: k // 2 for k, item in enumerate(ps.items)}
+    rng = np.random.default_rng(5)
+    answer_all(ps.question, ps.annotators[0], by_level(levels))
+    answer_all(ps.question, ps.annotators[1], lambda a, b: int(rng.integers(-1, 2)))
+    answer_all(ps.question, ps.annotators[2], cycle_maker())
+    quality_judgements_process(question_id=ps.question.pk)
+    quality_publish(question_id=ps.question.pk)
+    stored = _latest(ps.question).indicators
+    live = stored["values"]["transitivity_kappa"]
+    entries = stored["intervals"]["transitivity_kappa"]
+    assert sum(value is not None for value in live) >= 2
+    for value, entry, triplets in zip(live, entries, stored["evidence"]["triplets"], strict=True):
+        if value is None:
+            continue
+        assert entry[0] == pytest.approx(value, abs=1e-4)
+        assert entry[3] == triplets

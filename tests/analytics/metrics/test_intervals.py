@@ -31,7 +31,7 @@ from analytics.metrics.intervals import (
     retest_kappa_interval,
     retest_tables,
 )
-from analytics.metrics.uncertainty import kappa_interval, kappa_standard_error
+from analytics.metrics.uncertainty import complete_triplets, kappa_interval, kappa_standard_error
 
 from .test_uncertainty import SIGN_JOINT, _latent_class_population, _persistent_traces
 
@@ -352,7 +352,8 @@ def test_pairwise_entry_point():
         for a in range(12)
         for b in range(a)
     ]
-    out = indicator_intervals_pairwise([noisy, noisy[:3]], min_items=4)["transitivity_kappa"]
+    counted = [complete_triplets(noisy), complete_triplets(noisy[:3])]
+    out = indicator_intervals_pairwise(counted, min_items=4)["transitivity_kappa"]
     assert out.n.tolist() == [12, 3]
     assert out.low[0] < out.estimate[0] < out.high[0]
     assert np.isnan([out.estimate[1], out.low[1], out.high[1]]).all()
