@@ -25,6 +25,7 @@ from apps.adjudication.selectors import flagged_annotator_ids, overlap_rule, que
 from apps.annotations.models import Annotation, Assignment, Revision
 from apps.annotations.selectors import answered_latest_first
 from apps.annotations.values import clean_value
+from apps.recruitment.services import participant_check_answering
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Question, Study
 from apps.studies.selectors import study_annotators
@@ -197,12 +198,18 @@ def assignments_extend_disputed(*, question: Question) -> list[Assignment]:
     return [assignment for assignment in made if assignment is not None]
 
 
+CHECKED_WITH = ("study__recruitment", "annotator__participation")
+"""What :func:`assignment_check_annotator` reads of an assignment: select them with it."""
+
+
 def assignment_check_annotator(*, annotator: Account, assignment: Assignment) -> None:
-    """Refuse unless ``assignment`` is the annotator's own and its study is running."""
+    """Refuse unless ``assignment`` is the annotator's own, its study is running and, for a
+    recruited participant, their package is open (:func:`participant_check_answering`)."""
     if assignment.annotator_id != annotator.pk:
         raise PermissionDenied("This assignment belongs to another annotator.")
     if assignment.study.status != Study.Status.RUNNING:
         raise ValidationError({"study": "The study is not running; annotations are closed."})
+    participant_check_answering(user=assignment.annotator, study=assignment.study)
 
 
 def _annotation_for_update(*, question: Question, assignment: Assignment) -> Annotation:
@@ -311,7 +318,7 @@ def annotations_submit(
     ``IMMEDIATE`` transactions hold the database's one write lock from their first statement,
     so every other writer waits for what runs inside.
     """
-    assignment = Assignment.objects.select_related("study").get(pk=assignment.pk)
+    assignment = Assignment.objects.select_related(*CHECKED_WITH).get(pk=assignment.pk)
     assignment_check_annotator(annotator=annotator, assignment=assignment)
     if not answers:
         raise ValidationError({"answers": "Answer at least one question."})

@@ -22,6 +22,7 @@ from apps.continuous.selectors import (
     trace_assignments,
     trace_progress,
 )
+from apps.recruitment.sessions import participant_elsewhere
 from apps.studies.access import annotated_study, managed_study
 from apps.studies.models import Question, Study
 from core.markdown import render_markdown
@@ -36,6 +37,8 @@ def _question(study: Study, question_key: str) -> Question:
 def record_next(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse:
     """Send the annotator to their next item without a trace, or say they are done."""
     question = _question(annotated_study(request, study_id), question_key)
+    if away := participant_elsewhere(request, question.study, here=request.path):
+        return away
     assignment = next_trace_assignment(annotator=request.user, question=question)
     if assignment is not None and question.study.status == Study.Status.RUNNING:
         return redirect("continuous:record", study_id, question_key, assignment.pk)
@@ -53,6 +56,9 @@ def record(
 ) -> HttpResponse:
     """The recorder for one assigned item: player, slider, live trace, chunked upload."""
     question = _question(annotated_study(request, study_id), question_key)
+    here = reverse("continuous:record_next", args=[study_id, question_key])
+    if away := participant_elsewhere(request, question.study, here=here):
+        return away
     assignment = get_object_or_404(
         trace_assignments(annotator=request.user, question=question), pk=assignment_id
     )

@@ -46,6 +46,7 @@ from django.utils import timezone
 
 from analytics.pipeline import quality_schedule
 from apps.annotations.models import Assignment
+from apps.recruitment.services import participant_check_answering
 from apps.preferences.models import (
     Judgement,
     JudgementQuerySet,
@@ -73,6 +74,7 @@ def _check_can_judge(*, question: Question, annotator: Account) -> None:
         raise PermissionDenied("Only the study's annotators judge its pairs.")
     if question.study.status != Study.Status.RUNNING:
         raise ValidationError({"study": "The study is not running; judgements are closed."})
+    participant_check_answering(user=annotator, study=question.study)
 
 
 def _assigned_items(*, question: Question, annotator: Account) -> list[int]:

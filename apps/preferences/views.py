@@ -6,6 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.exchange import formats
@@ -21,6 +22,7 @@ from apps.preferences.selectors import (
     question_scores,
 )
 from apps.preferences.services import judgement_record, judgement_retract, pair_next
+from apps.recruitment.sessions import participant_elsewhere
 from apps.studies.access import annotated_study, managed_study
 from apps.studies.models import Question, Study
 from core.markdown import render_markdown
@@ -40,6 +42,9 @@ def compare(request: HttpRequest, study_id: int, question_key: str) -> HttpRespo
     """
     study = annotated_study(request, study_id)
     question = _question(study, question_key)
+    here = reverse("preferences:compare", args=[study.pk, question.key])
+    if away := participant_elsewhere(request, study, here=here):
+        return away
     failed = None
     if request.method == "POST":
         form = JudgementForm(request.POST)
@@ -70,6 +75,9 @@ def undo(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse
     """
     study = annotated_study(request, study_id)
     question = _question(study, question_key)
+    here = reverse("preferences:compare", args=[study.pk, question.key])
+    if away := participant_elsewhere(request, study, here=here):
+        return away
     form = UndoForm(request.POST)
     if form.is_valid():
         form.apply(

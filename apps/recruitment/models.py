@@ -42,6 +42,13 @@ class Recruitment(models.Model):
         default=False, help_text="Accept new participants through the link."
     )
     platform = models.CharField(max_length=10, choices=Platform.choices, default=Platform.PROLIFIC)
+    prolific_study_id = models.CharField(
+        max_length=64,
+        blank=True,
+        validators=[PLATFORM_ID],
+        help_text="Prolific's id of the study; when set, links naming another STUDY_ID are "
+        "refused.",
+    )
     completion_code = models.CharField(
         max_length=64,
         blank=True,

@@ -15,7 +15,8 @@ from analytics.metrics.uncertainty import Interval
 from apps.annotations.models import Annotation, Assignment
 from apps.recruitment.models import GoldAnswer, Participant, Recruitment, TrainingAnswer
 from apps.recruitment.quality import wilson_interval
-from apps.studies.models import Study
+from apps.studies.kinds import queue_kinds
+from apps.studies.models import Question, Study
 from core.types import Visitor
 
 Status = Participant.Status
@@ -61,15 +62,26 @@ class Package:
         return self.deadline is not None and timezone.now() > self.deadline
 
 
+def package_deadline(
+    participant: Participant, *, recruitment: Recruitment | None = None
+) -> datetime | None:
+    """When the participant's package must be finished (``None`` before it is given).
+
+    ``recruitment`` is the study's, when the caller has it at hand (else it is read).
+    """
+    if participant.started_at is None:
+        return None
+    minutes = (recruitment or participant.study.recruitment).time_limit_minutes
+    return participant.started_at + timedelta(minutes=minutes)
+
+
 def package_of(*, participant: Participant) -> Package:
     counts = Assignment.objects.filter(
         study=participant.study_id, annotator_id=participant.user_id
     ).aggregate(total=Count("id"), done=Count("id", filter=Q(completed_at__isnull=False)))
-    deadline = None
-    if participant.started_at is not None:
-        minutes = participant.study.recruitment.time_limit_minutes
-        deadline = participant.started_at + timedelta(minutes=minutes)
-    return Package(done=counts["done"], total=counts["total"], deadline=deadline)
+    return Package(
+        done=counts["done"], total=counts["total"], deadline=package_deadline(participant)
+    )
 
 
 def participant_page(*, participant: Participant) -> str:
@@ -84,21 +96,39 @@ def participant_page(*, participant: Participant) -> str:
     if participant.status == Status.WORKING:
         package = package_of(participant=participant)
         if not (package.complete or package.expired):
-            return reverse("annotations:queue", args=[study_id])
+            return work_page(study=participant.study)
     return reverse("recruitment:end", args=[study_id])
 
 
-def participant_redirect(*, user: Visitor, study: Study) -> str | None:
-    """For the annotator queue: where a recruited participant must go instead, else ``None``.
+# The page of each question kind answered outside the queue, by URL name (study id, key).
+WORK_PAGES = {
+    Question.Kind.CONTINUOUS: "continuous:record_next",
+    Question.Kind.PAIRWISE: "preferences:compare",
+}
 
-    ``None`` for everyone who is not a participant of ``study`` and for a participant with an
-    unfinished package inside the time limit.
+
+def work_page(*, study: Study) -> str:
+    """Where a participant works on their package: the annotator queue when the study has
+    queue questions, else the page of its first trace or pairwise question."""
+    if not study.questions.filter(kind__in=queue_kinds()).exists():
+        question = study.questions.filter(kind__in=list(WORK_PAGES)).order_by("position").first()
+        if question is not None:
+            return reverse(WORK_PAGES[question.kind], args=[study.pk, question.key])
+    return reverse("annotations:queue", args=[study.pk])
+
+
+def participant_redirect(*, user: Visitor, study: Study, here: str | None = None) -> str | None:
+    """For the work pages: where a recruited participant must go instead, else ``None``.
+
+    ``here`` is the page asking (the annotator queue when not given). ``None`` for everyone
+    who is not a participant of ``study`` and for a participant with an unfinished package
+    inside the time limit whose work page is ``here``.
     """
     participant = participant_of(user=user, study=study)
     if participant is None:
         return None
     page = participant_page(participant=participant)
-    return None if page == reverse("annotations:queue", args=[study.pk]) else page
+    return None if page == (here or reverse("annotations:queue", args=[study.pk])) else page
 
 
 def training_next(*, participant: Participant) -> GoldAnswer | None:

@@ -24,12 +24,15 @@ from apps.annotations.values import clean_value
 from apps.items.models import Item
 from apps.recruitment.gold import GoldSpec
 from apps.recruitment.models import GoldAnswer, Participant, Recruitment, TrainingAnswer
+from apps.recruitment.selectors import package_deadline
 from apps.studies.models import Membership, Question, Study
+from core.types import Account
 
 Status = Participant.Status
 RECRUITMENT_FIELDS = [
     "is_open",
     "platform",
+    "prolific_study_id",
     "completion_code",
     "screen_out_code",
     "completion_url",
@@ -194,6 +197,33 @@ def participant_training_finish(*, participant: Participant) -> Participant:
         code_issued=recruitment.screen_out_code,
         ended_at=timezone.now(),
     )
+
+
+def participant_check_answering(*, user: Account, study: Study) -> None:
+    """Refuse the answers of a recruited participant of ``study`` outside their open package.
+
+    Every answer path calls it (the queue and the API through ``assignment_check_annotator``,
+    traces, pairwise judgements), so a participant with an API token is held to the same
+    deadline as the page: between the deadline and the release of the package (which happens
+    on the next visit of anyone to the study's pages) nothing more is accepted. Staff
+    annotators pass. ``user.participation`` and ``study.recruitment`` are read from the
+    objects when selected with them (no query then).
+    """
+    participant = getattr(user, "participation", None)
+    if participant is None or participant.study_id != study.pk:
+        return
+    if participant.status != Status.WORKING:
+        raise ValidationError(
+            {"assignment": "Your package is closed; answers are no longer accepted."}
+        )
+    deadline = package_deadline(participant, recruitment=study.recruitment)
+    if deadline is not None and timezone.now() > deadline:
+        raise ValidationError(
+            {
+                "assignment": f"Your time for this package ended at {deadline:%H:%M} UTC; "
+                "answers are no longer accepted."
+            }
+        )
 
 
 def _package_items(*, recruitment: Recruitment, rng: random.Random) -> list[int]:

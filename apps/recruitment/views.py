@@ -94,11 +94,21 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
     except ValidationError:
         message = f"This link needs your participant id in its {id_name} parameter."
         return _problem(request, "Participant id missing", message, status=400)
+    study_id = request.GET.get(study_name, "") if study_name else ""
+    if recruitment.platform == Platform.PROLIFIC and recruitment.prolific_study_id not in (
+        "",
+        study_id,
+    ):
+        message = (
+            "This link belongs to another Prolific study. Please return to Prolific and open "
+            "the study from there."
+        )
+        return _problem(request, "Wrong study", message, status=403)
     try:
         participant = participant_enter(
             recruitment=recruitment,
             platform_id=platform_id,
-            study_id=request.GET.get(study_name, "") if study_name else "",
+            study_id=study_id,
             session_id=request.GET.get(session_name, "") if session_name else "",
         )
     except ValidationError as exc:
