@@ -16,8 +16,9 @@ from apps.annotations.models import Assignment
 from apps.continuous import quality
 from apps.continuous.config import clean_trace_settings
 from apps.continuous.exporting import trace_rows, trace_sample_rows
-from apps.continuous.selectors import item_overlay, trace_progress
+from apps.continuous.selectors import item_overlay, item_traces, trace_progress
 from apps.continuous.values import clean_trace_pointer
+from apps.items.models import Item
 from apps.studies.kinds import QuestionKind
 from apps.studies.models import Question
 from core.types import Account
@@ -36,6 +37,7 @@ class ContinuousKind(QuestionKind):
     heatmap_note = "kappa_SDA of each pair, sign coincidences pooled over the items both traced"
     overlap_unit = None
     dashboard_page_cards = ("continuous/dashboard_traces.html",)
+    item_card = "continuous/item_traces.html"
     export_functions = {
         "answers": annotation_export_rows,
         "traces": trace_rows,
@@ -52,6 +54,11 @@ class ContinuousKind(QuestionKind):
         self, question: Question, value: Any, assignment: Assignment | None
     ) -> tuple[dict[str, Any], None]:
         return clean_trace_pointer(question, value, assignment)
+
+    def item_context(self, *, question: Question, item: Item) -> dict[str, Any]:
+        traces = item_traces(question=question, item=item)
+        stimulus = "continuous/item_stimulus.html" if traces.gold else None
+        return {"traces": traces, "stimulus": stimulus}
 
     def process(self, *, question_id: int) -> int:
         return quality.quality_traces_process(question_id=question_id)

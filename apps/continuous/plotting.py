@@ -14,13 +14,14 @@ PALETTE = (
     *(colour for colour in OKABE_ITO if colour not in ("#f0e442", "#000000")),
     "#332288",
     "#882255",
-    "#44aa99",
+    "#661100",
     "#999933",
     "#aa4499",
     "#6b6b6b",
 )
 """Okabe-Ito colours without the pale yellow (and black, kept for the truth, drawn dashed),
-then Paul Tol's muted ones, so ten or twelve annotators stay distinguishable."""
+then Paul Tol's muted ones (his dark brown for his teal, too close to Okabe-Ito's bluish green),
+so ten or twelve annotators stay distinguishable."""
 
 
 @dataclass(frozen=True)
@@ -50,12 +51,38 @@ class Overlay:
 
 
 def _points(
-    values: NDArray[np.float64], *, rate_hz: float, duration: float, lo: float, hi: float
+    values: NDArray[np.float64],
+    *,
+    rate_hz: float,
+    duration: float,
+    lo: float,
+    hi: float,
+    box: tuple[int, int, int] = (WIDTH, HEIGHT, PAD),
 ) -> str:
+    width, height, pad = box
     t = np.arange(values.size) / rate_hz
-    x = PAD + t / max(duration, 1e-9) * (WIDTH - 2 * PAD)
-    y = HEIGHT - PAD - (np.clip(values, lo, hi) - lo) / (hi - lo) * (HEIGHT - 2 * PAD)
+    x = pad + t / max(duration, 1e-9) * (width - 2 * pad)
+    y = height - pad - (np.clip(values, lo, hi) - lo) / (hi - lo) * (height - 2 * pad)
     return " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, y, strict=True))
+
+
+SPARK = (240, 56, 3)
+"""Width, height and padding of the small trace plots of the item page."""
+
+
+def small_trace(
+    values: NDArray[np.float64], *, rate_hz: float, duration: float, scale: tuple[float, float]
+) -> str:
+    """Polyline points of one trace in a :data:`SPARK` box (the item page's small plots)."""
+    lo, hi = scale
+    return _points(values, rate_hz=rate_hz, duration=duration, lo=lo, hi=hi, box=SPARK)
+
+
+def green_strip(truth: NDArray[np.float64], *, bands: int = 96) -> list[str]:
+    """The colours a calibration stimulus shows over its duration, in ``bands`` equal slices
+    (the mean intensity of each, drawn as the recorder paints it: ``rgb(0, 255 v, 0)``)."""
+    slices = np.array_split(np.clip(truth, 0, 1), min(bands, truth.size))
+    return [f"rgb(0, {round(255 * float(part.mean()))}, 0)" for part in slices]
 
 
 def overlay(

@@ -16,7 +16,7 @@ from analytics.metrics.traces import fit_monotonic_cubic, kappa_sda, sda, trend_
 from apps.annotations.models import Annotation, Assignment
 from apps.continuous.config import trace_settings
 from apps.continuous.models import TIME_DTYPE, VALUE_DTYPE, GoldSignal, TraceRecording, unpack
-from apps.continuous.plotting import Overlay, overlay
+from apps.continuous.plotting import Overlay, green_strip, overlay, small_trace
 from apps.items.models import Item
 from apps.studies.models import Question, Study
 from core.types import Account
@@ -352,6 +352,64 @@ def item_overlay(*, question: Question, item: Item) -> ItemOverlay:
             truth=truth_at_rate(gold, rate_hz=settings.analysis_rate_hz) if gold else None,
         )
     return ItemOverlay(item, recordings, gold, plot)
+
+
+@dataclass(frozen=True)
+class ItemTrace:
+    """One finished recording on the item page: ``current`` if it is its annotation's answer
+    (a redone trace keeps the earlier one, no longer current); ``points`` its small plot."""
+
+    recording: TraceRecording
+    current: bool
+    points: str
+
+
+@dataclass(frozen=True)
+class ItemTraces:
+    """What the item page shows of a continuous question: every finished trace, oldest first
+    per annotator, the truth of a gold item as a small plot and the colours it showed."""
+
+    traces: list[ItemTrace]
+    gold: GoldSignal | None
+    truth: str
+    strip: list[str]
+
+
+def item_traces(*, question: Question, item: Item) -> ItemTraces:
+    """Every finished trace of ``item`` for ``question`` (redone ones too), as small plots."""
+    settings = trace_settings(question)
+    scale = (settings.scale_min, settings.scale_max)
+    current = set(current_traces(question=question, item=item).values_list("uuid", flat=True))
+    recordings = (
+        TraceRecording.objects.filter(
+            question=question, item=item, status=TraceRecording.Status.FINISHED
+        )
+        .select_related("annotator")
+        .order_by("annotator__username", "round", "created_at", "id")
+    )
+    gold = gold_signal_for_item(item)
+    duration = stimulus_duration(item)
+    traces = [
+        ItemTrace(
+            recording,
+            recording.uuid in current,
+            small_trace(
+                recording.trace(),
+                rate_hz=recording.analysis_rate_hz or settings.analysis_rate_hz,
+                duration=duration or recording.duration,
+                scale=scale,
+            ),
+        )
+        for recording in recordings
+    ]
+    truth, strip = "", []
+    if gold is not None:
+        values = truth_at_rate(gold, rate_hz=settings.analysis_rate_hz)
+        truth = small_trace(
+            values, rate_hz=settings.analysis_rate_hz, duration=gold.duration, scale=scale
+        )
+        strip = green_strip(gold.array())
+    return ItemTraces(traces, gold, truth, strip)
 
 
 def continuous_questions(*, study: Study) -> QuerySet[Question]:

@@ -36,6 +36,7 @@ class Item(models.Model):
                 fields=["study", "external_id"], name="item_external_id_unique_in_study"
             )
         ]
+        indexes = [models.Index(fields=["study", "position", "id"], name="item_study_position")]
 
     def __str__(self) -> str:
         return self.external_id

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import PurePath
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
@@ -16,12 +18,14 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from apps.annotations.models import Revision
 from apps.annotations.selectors import item_history
-from apps.items.forms import ItemImportForm
+from apps.items.forms import ItemImportForm, ItemListForm
 from apps.items.importing import ItemImportError
 from apps.items.media import media_response
+from apps.items.selectors import ItemFilter, item_neighbours, items_listed
 from apps.items.services import items_import
 from apps.items.uploads import UploadLimits, limit_uploads
 from apps.studies.access import managed_study, study_for
+from apps.studies.kinds import question_kind
 from apps.studies.models import Study
 from core.forms import posted
 
@@ -90,6 +94,44 @@ def _answer_text(revision: Revision) -> str:
     return str(value)
 
 
+ITEMS_PAGE_SIZE = 50
+
+
+def _list_params(form: ItemListForm) -> list[tuple[str, str]]:
+    """The list's filters as ``(name, value)`` pairs, without the page and empty ones."""
+    return [
+        (name, value)
+        for name, values in form.data.lists()
+        if name != "page"
+        for value in values
+        if value != ""
+    ]
+
+
+@login_required
+def item_list(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Every item of a study: search, filters, order and pages (managers only).
+
+    Bad parameters answer 400 with the form's messages and list nothing.
+    """
+    study = managed_study(request, study_id)
+    form = ItemListForm(request.GET)
+    page = None
+    if form.is_valid():
+        items = items_listed(study=study, filters=form.filters())
+        page = Paginator(items, ITEMS_PAGE_SIZE).get_page(form.cleaned_data["page"])
+    params = _list_params(form)
+    context = {
+        "study": study,
+        "form": form,
+        "page": page,
+        "list_params": params,
+        "list_query": urlencode(params),
+    }
+    template = "items/item_list.html#results" if request.htmx else "items/item_list.html"
+    return render(request, template, context, status=200 if page is not None else 400)
+
+
 @login_required
 def item_detail(request: HttpRequest, study_id: int, item_id: int) -> HttpResponse:
     """One item as annotators saw it, with every answer and its revisions (managers only)."""
@@ -105,9 +147,26 @@ def item_detail(request: HttpRequest, study_id: int, item_id: int) -> HttpRespon
         }
         for annotation in item_history(item=item)
     ]
-    return render(
-        request, "items/item_detail.html", {"study": study, "item": item, "answers": answers}
-    )
+    cards = []
+    for question in study.questions.all():
+        kind = question_kind(question.kind)
+        if kind.item_card:
+            card = {"question": question} | kind.item_context(question=question, item=item)
+            cards.append({"template": kind.item_card} | card)
+    stimulus = next((card for card in cards if card.get("stimulus")), None)
+    form = ItemListForm(request.GET)
+    filters = form.filters() if form.is_valid() else ItemFilter()
+    previous, following, position, count = item_neighbours(study=study, filters=filters, item=item)
+    context = {
+        "study": study,
+        "item": item,
+        "answers": answers,
+        "cards": cards,
+        "stimulus": stimulus,
+        "neighbours": {"previous": previous, "next": following, "at": position, "count": count},
+        "list_query": urlencode(_list_params(form)) if form.is_valid() else "",
+    }
+    return render(request, "items/item_detail.html", context)
 
 
 @require_safe

@@ -11,10 +11,11 @@ from typing import Any
 from analytics.indicators import Derived, Indicator
 from analytics.intervals import IntervalSet
 from analytics.models import QualityState
+from apps.items.models import Item
 from apps.preferences import quality
 from apps.preferences.exporting import judgement_rows, score_rows
 from apps.preferences.models import clean_pairwise_settings
-from apps.preferences.selectors import judgement_progress
+from apps.preferences.selectors import item_judgements, judgement_progress
 from apps.studies.kinds import QuestionKind
 from apps.studies.models import Question
 from core.types import Account
@@ -39,12 +40,20 @@ class PairwiseKind(QuestionKind):
         'often they press "equal".'
     )
     export_functions = {"judgements": judgement_rows, "scores": score_rows}
+    item_card = "preferences/item_judgements.html"
+    _results = (("preferred", "preferred"), ("equal", "equal"), ("other", "other preferred"))
 
     def clean_settings(self, raw: Any) -> dict[str, Any]:
         return clean_pairwise_settings(raw).as_dict()
 
     def progress(self, *, question: Question, annotator: Account) -> dict[str, int]:
         return judgement_progress(question=question, annotator=annotator)
+
+    def item_context(self, *, question: Question, item: Item) -> dict[str, Any]:
+        rows = item_judgements(question=question, item=item)
+        kept = [row.result for row in rows if not hasattr(row.judgement, "retraction")]
+        tally = {key: kept.count(result) for key, result in self._results}
+        return {"judgements": rows, "tally": tally}
 
     def process(self, *, question_id: int) -> int:
         return quality.quality_judgements_process(question_id=question_id)

@@ -507,3 +507,29 @@ def judgement_progress(*, question: Question, annotator: Account) -> dict[str, i
         adaptive=True,
     )
     return {"done": 0, "total": fresh.remaining_estimate(), "percent": 0}
+
+
+class ItemJudgement(NamedTuple):
+    """One judgement an item was in, seen from that item: ``result`` is "preferred",
+    "equal" or "other preferred"."""
+
+    judgement: Judgement
+    other: Item
+    result: str
+
+
+def item_judgements(*, question: Question, item: Item) -> list[ItemJudgement]:
+    """Every judgement of ``question`` that showed ``item`` (retracted ones too, marked by
+    their ``retraction``), by annotator then sequence: the item page's pairwise card."""
+    judgements = (
+        Judgement.objects.filter(Q(item_a=item) | Q(item_b=item), question=question)
+        .select_related("annotator", "item_a", "item_b", "retraction")
+        .order_by("annotator__username", "sequence")
+    )
+    rows = []
+    for judgement in judgements:
+        mine = 1 if judgement.item_a_id == item.pk else -1
+        other = judgement.item_b if mine == 1 else judgement.item_a
+        result = {1: "preferred", 0: "equal", -1: "other preferred"}[judgement.outcome * mine]
+        rows.append(ItemJudgement(judgement, other, result))
+    return rows

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from analytics.intervals import IntervalSet
     from analytics.models import QualitySnapshot, QualityState
     from apps.annotations.models import Assignment
+    from apps.items.models import Item
     from apps.studies.models import Label, Question
     from core.types import Account
 
@@ -80,6 +81,9 @@ class QuestionKind:
     export_functions : mapping of str to callable
         The functions of ``apps/*/exporting.py`` that export this kind's answers, by name
         (referenced, not reimplemented: the export modules own the file formats).
+    item_card : str or None
+        Template of the kind's card on a manager's item page (answers that are not queue
+        revisions: judgements the item was in, traces); its context is :meth:`item_context`.
     """
 
     key: ClassVar[str]
@@ -97,6 +101,7 @@ class QuestionKind:
     dashboard_page_cards: ClassVar[tuple[str, ...]] = ()
     annotators_note: ClassVar[str] = ""
     export_functions: ClassVar[Mapping[str, Callable[..., Any]]] = {}
+    item_card: ClassVar[str | None] = None
 
     # ----------------------------------------------------------------- questions and answers
 
@@ -187,6 +192,12 @@ class QuestionKind:
 
     def page_context(self, *, question: Question, query: Mapping[str, str]) -> dict[str, Any]:
         """Context of the kind's page-only cards (``query``: the page's GET parameters)."""
+        return {}
+
+    def item_context(self, *, question: Question, item: Item) -> dict[str, Any]:
+        """Context of :attr:`item_card` for one item: what the item got from ``question``;
+        a ``"stimulus"`` template, if given, draws the stimulus in place of the item's media
+        (a calibration item's green screen)."""
         return {}
 
     def indicator(self, key: str) -> Indicator:

@@ -1,0 +1,107 @@
+"""Reads of items: the manager's items list (search, filters, sorting) and an item's neighbours.
+
+Every figure of the list is a correlated subquery of the one SQL query that reads a page, so a
+page costs the same few queries whatever the study's size; the indexes that serve them are the
+foreign keys of answers and judgements and ``item_study_position``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from analytics.models import Flag
+from apps.annotations.models import Annotation
+from apps.items.models import Item
+from apps.preferences.models import Judgement
+from apps.studies.models import Study
+
+SORTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "position": ("Queue order", ("position", "id")),
+    "external_id": ("External id, A to Z", ("external_id",)),
+    "-external_id": ("External id, Z to A", ("-external_id",)),
+    "-answers": ("Most answers first", ("-answers", "position", "id")),
+    "answers": ("Fewest answers first", ("answers", "position", "id")),
+}
+"""The list's orders by key: their label and the fields (every one ends on a unique key)."""
+
+
+@dataclass(frozen=True)
+class ItemFilter:
+    """What the items list shows: a search text (external id or text, any case), the item's
+    kind, a range of answers, only disputed items, only items with a flagged annotator's
+    answer, and the order (a key of :data:`SORTS`)."""
+
+    search: str = ""
+    kind: str = ""
+    min_answers: int | None = None
+    max_answers: int | None = None
+    disputed: bool = False
+    flagged: bool = False
+    sort: str = "position"
+
+
+def _count(queryset: QuerySet) -> Coalesce:
+    """``queryset``'s row count per outer item as a subquery (0 when it has none)."""
+    counted = queryset.order_by().values(group=Value(1)).annotate(n=Count("*")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+def _live_answers() -> QuerySet[Annotation]:
+    return Annotation.objects.filter(item=OuterRef("pk"), current_revision__value__isnull=False)
+
+
+def items_listed(*, study: Study, filters: ItemFilter) -> QuerySet[Item]:
+    """The study's items that pass ``filters``, in its order, each annotated with ``answers``
+    (live queue and trace answers plus kept pairwise judgements), ``disputed`` (two live
+    answers of one question with different labels) and ``flagged`` (a live answer by an
+    annotator whose flag on that question holds and was not dismissed)."""
+    judged = Judgement.objects.filter(
+        Q(item_a=OuterRef("pk")) | Q(item_b=OuterRef("pk")), retraction__isnull=True
+    )
+    labelled = Annotation.objects.filter(
+        item=OuterRef("item"), question=OuterRef("question"), current_revision__label__isnull=False
+    ).exclude(current_revision__label=OuterRef("current_revision__label"))
+    disputed = Annotation.objects.filter(
+        Exists(labelled), item=OuterRef("pk"), current_revision__label__isnull=False
+    )
+    flags = Flag.objects.filter(
+        question=OuterRef("question"), annotator=OuterRef("annotator"), active=True
+    ).exclude(status=Flag.Status.DISMISSED)
+    flagged = _live_answers().filter(Exists(flags))
+    items = study.items.annotate(
+        answers=_count(_live_answers()) + _count(judged),
+        disputed=Exists(disputed),
+        flagged=Exists(flagged),
+    )
+    if filters.search:
+        items = items.filter(
+            Q(external_id__icontains=filters.search) | Q(text__icontains=filters.search)
+        )
+    if filters.kind:
+        items = items.filter(kind=filters.kind)
+    if filters.min_answers is not None:
+        items = items.filter(answers__gte=filters.min_answers)
+    if filters.max_answers is not None:
+        items = items.filter(answers__lte=filters.max_answers)
+    if filters.disputed:
+        items = items.filter(disputed=True)
+    if filters.flagged:
+        items = items.filter(flagged=True)
+    return items.order_by(*SORTS.get(filters.sort, SORTS["position"])[1])
+
+
+def item_neighbours(
+    *, study: Study, filters: ItemFilter, item: Item
+) -> tuple[int | None, int | None, int, int]:
+    """``(previous id, next id, position from 1, count)`` of ``item`` in the filtered list
+    (``0`` as its position when the filters leave it out)."""
+    ids = list(items_listed(study=study, filters=filters).values_list("pk", flat=True))
+    if item.pk not in ids:
+        return None, None, 0, len(ids)
+    at = ids.index(item.pk)
+    previous = ids[at - 1] if at > 0 else None
+    following = ids[at + 1] if at + 1 < len(ids) else None
+    return previous, following, at + 1, len(ids)
