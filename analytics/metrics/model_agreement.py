@@ -231,8 +231,25 @@ def mds_embedding(similarity: ArrayLike, *, seed: int = 0) -> NDArray[np.float64
         raise ValueError(f"need at least 2 annotators to embed; got {s.shape[0]}")
     dissimilarity = np.clip(1.0 - (s + s.T) / 2.0, 0.0, None)
     np.fill_diagonal(dissimilarity, 0.0)
+    if not dissimilarity.any():  # everyone agrees perfectly: one point
+        return np.zeros((s.shape[0], 2))
     mds = MDS(n_components=2, metric="precomputed", init="classical_mds", random_state=seed)
-    return mds.fit_transform(dissimilarity)
+    return mds.fit_transform(dissimilarity, init=_classical_start(dissimilarity))
+
+
+def _classical_start(dissimilarity: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Classical (Torgerson) MDS coordinates in 2-D with negative eigenvalues taken as 0.
+
+    Dissimilarities that break the triangle inequality (three annotators where 1 - kappa of
+    one pair exceeds the sum of the other two) give the double-centred matrix a negative
+    eigenvalue; scikit-learn's classical start takes its square root (nan) and SMACOF fails.
+    """
+    n = dissimilarity.shape[0]
+    centre = np.eye(n) - 1.0 / n
+    values, vectors = np.linalg.eigh(-0.5 * centre @ (dissimilarity**2) @ centre)
+    top = np.argsort(values)[::-1][:2]
+    xy = vectors[:, top] * np.sqrt(np.clip(values[top], 0.0, None))
+    return np.pad(xy, ((0, 0), (0, 2 - xy.shape[1])))
 
 
 def procrustes_align(embedding: ArrayLike, reference: ArrayLike) -> NDArray[np.float64]:

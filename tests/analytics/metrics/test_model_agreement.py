@@ -186,3 +186,14 @@ def test_dic_ignores_members_without_labels():
         pairwise_kappa(np.vstack([ratings, idle])), pairwise_kappa(np.vstack([predicted, idle]))
     )
     assert padded == pytest.approx(plain, abs=1e-15)
+
+
+def test_mds_embedding_of_dissimilarities_off_the_triangle_inequality():
+    """1 - kappa of one pair above the sum of the other two (three annotators on few items):
+    the classical start had a negative eigenvalue, its square root nan, and the fit failed."""
+    similarity = [[1.0, 1.0, -0.2], [1.0, 1.0, 0.9], [-0.2, 0.9, 1.0]]
+    xy = mds_embedding(similarity)
+    assert np.isfinite(xy).all()
+    d = np.linalg.norm(xy[:, None] - xy[None], axis=-1)
+    assert d[0, 2] == max(d[0, 1], d[0, 2], d[1, 2])
+    assert np.array_equal(mds_embedding(np.ones((3, 3))), np.zeros((3, 2)))
