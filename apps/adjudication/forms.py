@@ -34,3 +34,12 @@ class OverlapRuleForm(ServiceFormMixin, forms.ModelForm):
         model = OverlapRule
         fields = ("base_k", "k_max", "threshold")
         labels = {"base_k": "Base k", "k_max": "Maximum k", "threshold": "AAD-RMSE threshold"}
+
+
+class PredictedOverlapForm(ServiceFormMixin, forms.Form):
+    """Items whose predicted disagreement exceeds ``threshold`` get ``k`` annotators."""
+
+    threshold = forms.FloatField(
+        label="Predicted AAD-RMSE above", min_value=0.0, widget=forms.NumberInput({"step": "any"})
+    )
+    k = forms.IntegerField(label="Annotators per item", min_value=2, max_value=50)

@@ -85,3 +85,46 @@ class OverlapRule(models.Model):
     def clean(self) -> None:
         if self.k_max < self.base_k:
             raise ValidationError({"k_max": "k_max cannot be below the base k."})
+
+
+class DisagreementForecast(models.Model):
+    """The latest text model of a categorical question that predicts the AAD-RMSE of the items
+    nobody has answered yet from their text, with its cross-validated error
+    (:func:`analytics.metrics.disagreement_prediction.predict_disagreement`)."""
+
+    question = models.OneToOneField(
+        Question, on_delete=models.CASCADE, related_name="disagreement_forecast"
+    )
+    model = models.CharField(max_length=40, default="tfidf-ridge")
+    n_train = models.PositiveIntegerField(help_text="Annotated text items trained on.")
+    folds = models.PositiveSmallIntegerField()
+    cv_mse = models.FloatField(help_text="Cross-validated mean squared error.")
+    cv_accuracy = models.FloatField(help_text="Cross-validated 4-level accuracy.")
+    baseline_mse = models.FloatField(help_text="The majority-level baseline's MSE, same folds.")
+    baseline_accuracy = models.FloatField(help_text="The majority-level baseline's accuracy.")
+    levels = models.JSONField(default=list, help_text="The disagreement levels (AAD-RMSE).")
+    fingerprint = models.CharField(
+        max_length=64, help_text="SHA-256 of the training data: unchanged data is not retrained."
+    )
+    trained_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.question}: MSE {self.cv_mse:.3f} on {self.n_train} items"
+
+
+class PredictedDisagreement(models.Model):
+    """The predicted AAD-RMSE of one item nobody has answered (enough) yet."""
+
+    forecast = models.ForeignKey(
+        DisagreementForecast, on_delete=models.CASCADE, related_name="predictions"
+    )
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="predicted_disagreement")
+    value = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["forecast", "item"], name="one_prediction_per_item")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item}: {self.value:.3f}"

@@ -7,13 +7,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from django.db.models import QuerySet
+from django.db.models import F, OuterRef, QuerySet, Subquery
 from numpy.typing import NDArray
 
 from analytics.models import Flag
 from analytics.selectors import excluded_annotator_ids, question_ratings
 from apps.adjudication.aggregation import ItemAggregates, aggregate_items
-from apps.adjudication.models import Adjudication, OverlapRule
+from apps.adjudication.models import (
+    Adjudication,
+    DisagreementForecast,
+    OverlapRule,
+    PredictedDisagreement,
+)
 from apps.annotations.models import Annotation
 from apps.categorical.indicators import label_scale
 from apps.items.models import Item
@@ -162,3 +167,24 @@ def item_answers(*, question: Question, item: Item) -> QuerySet[Annotation]:
 def overlap_rule(*, question: Question) -> OverlapRule | None:
     """The question's adaptive-overlap rule, if it has one."""
     return OverlapRule.objects.filter(question=question).first()
+
+
+def disagreement_forecasts(*, study: Study) -> QuerySet[DisagreementForecast]:
+    """The study's disagreement forecasts, one per categorical question that has one."""
+    return (
+        DisagreementForecast.objects.filter(question__study=study)
+        .select_related("question")
+        .order_by("question__position", "question_id")
+    )
+
+
+def with_predicted_disagreement(
+    items: QuerySet[Item], *, forecast: DisagreementForecast, most_first: bool = False
+) -> QuerySet[Item]:
+    """``items`` with ``predicted`` (the forecast's AAD-RMSE; ``None`` for items it did not
+    predict); ``most_first`` orders them by it, highest first, unpredicted last."""
+    predicted = PredictedDisagreement.objects.filter(forecast=forecast, item=OuterRef("pk"))
+    items = items.annotate(predicted=Subquery(predicted.values("value")[:1]))
+    if most_first:
+        items = items.order_by(F("predicted").desc(nulls_last=True), "position", "id")
+    return items

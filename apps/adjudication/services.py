@@ -1,14 +1,29 @@
-"""Every write of the adjudication app: record an adjudication, set or remove an overlap rule."""
+"""Every write of the adjudication app: record an adjudication, set or remove an overlap rule,
+train the disagreement forecast and give predicted-hard items more annotators."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
+import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
-from apps.adjudication.models import Adjudication, OverlapRule
-from apps.annotations.services import assignments_extend_disputed
+from analytics.metrics.disagreement_prediction import (
+    MIN_TRAIN,
+    attainable_levels,
+    predict_disagreement,
+)
+from apps.adjudication.models import (
+    Adjudication,
+    DisagreementForecast,
+    OverlapRule,
+    PredictedDisagreement,
+)
+from apps.adjudication.selectors import curated_aggregates
+from apps.annotations.services import assignments_extend_disputed, assignments_fill
+from apps.categorical.indicators import label_scale
 from apps.items.models import Item
 from apps.studies.access import ADJUDICATOR_ROLES, MANAGER_ROLE
 from apps.studies.models import Question
@@ -84,3 +99,93 @@ def overlap_rule_remove(*, manager: Account, question: Question) -> bool:
         raise PermissionDenied("Only managers of this study change its overlap.")
     deleted, _ = OverlapRule.objects.filter(question=question).delete()
     return bool(deleted)
+
+
+def _forecast_data(question: Question) -> tuple[list[int], list[str], np.ndarray, list[int], int]:
+    """Training items (text items with two counted answers or more), their texts and AAD-RMSE,
+    the text items to predict (the others), and the typical number of answers."""
+    found = curated_aggregates(question=question)
+    agg = found.aggregates
+    texts = dict(
+        question.study.items.filter(kind=Item.Kind.TEXT).order_by("id").values_list("id", "text")
+    )
+    observed = (agg.n_answers >= 2) & np.isfinite(agg.disagreement)
+    observed &= np.isin(found.item_ids, list(texts))
+    train_ids = [int(i) for i in found.item_ids[observed]]
+    taken = set(train_ids)
+    new_ids = [item_id for item_id in texts if item_id not in taken]
+    n_answers = int(np.median(agg.n_answers[observed])) if observed.any() else 3
+    y = agg.disagreement[observed]
+    return train_ids, [texts[i] for i in train_ids], y, new_ids, max(2, n_answers)
+
+
+def disagreement_forecast_train(*, question: Question) -> DisagreementForecast | None:
+    """Predict, from their text, the AAD-RMSE of the question's text items not yet answered
+    twice, with a model trained on the items that were (excluded annotators left out).
+
+    Runs off the request path (an :data:`analytics.pipeline.AFTER_UPDATE_HOOKS` hook: after
+    each quality update). Returns ``None`` below ``MIN_TRAIN`` training items; unchanged
+    training data (same items, same disagreement) keeps the forecast as it is.
+    """
+    if question.kind != Question.Kind.CATEGORICAL:
+        return None
+    train_ids, train_texts, y, new_ids, n_answers = _forecast_data(question)
+    if len(train_ids) < MIN_TRAIN:
+        return None
+    digest = hashlib.sha256(np.asarray(train_ids, dtype=np.int64).tobytes())
+    digest.update(np.round(y, 9).tobytes())
+    digest.update(np.asarray(new_ids, dtype=np.int64).tobytes())
+    fingerprint = digest.hexdigest()
+    current = DisagreementForecast.objects.filter(question=question).first()
+    if current is not None and current.fingerprint == fingerprint:
+        return current
+    keys = list(question.labels.order_by("position", "id").values_list("key", flat=True))
+    levels = attainable_levels(label_scale(question, keys).points, n_answers=n_answers)
+    new_texts = dict(Item.objects.filter(pk__in=new_ids).values_list("id", "text"))
+    fit = predict_disagreement(train_texts, y, [new_texts[i] for i in new_ids], levels=levels)
+    with transaction.atomic():
+        forecast, _ = DisagreementForecast.objects.update_or_create(
+            question=question,
+            defaults={
+                "n_train": fit.n_train,
+                "folds": fit.folds,
+                "cv_mse": fit.cv_mse,
+                "cv_accuracy": fit.cv_accuracy,
+                "baseline_mse": fit.baseline_mse,
+                "baseline_accuracy": fit.baseline_accuracy,
+                "levels": [round(float(level), 6) for level in fit.levels],
+                "fingerprint": fingerprint,
+            },
+        )
+        forecast.predictions.all().delete()
+        PredictedDisagreement.objects.bulk_create(
+            PredictedDisagreement(forecast=forecast, item_id=item_id, value=float(value))
+            for item_id, value in zip(new_ids, fit.predicted, strict=True)
+        )
+    return forecast
+
+
+def disagreement_forecast_after_update(question_id: int) -> None:
+    """The pipeline hook: retrain the question's forecast if it is categorical."""
+    question = Question.objects.filter(pk=question_id, kind=Question.Kind.CATEGORICAL).first()
+    if question is not None:
+        disagreement_forecast_train(question=question)
+
+
+@transaction.atomic
+def predicted_overlap_raise(
+    *, manager: Account, question: Question, threshold: float, k: int
+) -> int:
+    """Give every item whose predicted disagreement exceeds ``threshold`` ``k`` first-round
+    annotators from the start (more than the study's overlap; never fewer than it has).
+    Managers only. Returns the number of assignments added."""
+    if study_role(user=manager, study=question.study) not in MANAGER_ROLE:
+        raise PermissionDenied("Only managers of this study change its overlap.")
+    if threshold < 0:
+        raise ValidationError({"threshold": "The threshold cannot be negative."})
+    if k < 2:
+        raise ValidationError({"k": "At least two annotators per item."})
+    hard = PredictedDisagreement.objects.filter(
+        forecast__question=question, value__gt=threshold
+    ).values_list("item_id", flat=True)
+    return assignments_fill(study=question.study, overlap_for=dict.fromkeys(hard, k))

@@ -16,6 +16,11 @@ urlpatterns = [
         views.overlap,
         name="overlap",
     ),
+    path(
+        "studies/<int:study_id>/adjudicate/<slug:question_key>/predicted-overlap/",
+        views.predicted_overlap,
+        name="predicted_overlap",
+    ),
     re_path(
         r"^studies/(?P<study_id>[0-9]+)/export/aggregated\.(?P<fmt>csv|jsonl|parquet)$",
         views.aggregated_export,

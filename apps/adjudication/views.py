@@ -18,7 +18,7 @@ from apps.adjudication.exporting import (
     aggregated_provenance,
     aggregated_response,
 )
-from apps.adjudication.forms import AdjudicationForm, OverlapRuleForm
+from apps.adjudication.forms import AdjudicationForm, OverlapRuleForm, PredictedOverlapForm
 from apps.adjudication.selectors import (
     QuestionAggregates,
     adjudication_history,
@@ -34,6 +34,7 @@ from apps.adjudication.services import (
     adjudication_record,
     overlap_rule_remove,
     overlap_rule_set,
+    predicted_overlap_raise,
 )
 from apps.annotations.exporting import provenance_json
 from apps.exchange.formats import FORMATS
@@ -203,6 +204,30 @@ def overlap(request: HttpRequest, study_id: int, question_key: str) -> HttpRespo
             for field, errors in form.errors.items():
                 messages.error(request, f"{field}: {' '.join(errors)}")
     return redirect(reverse("adjudication:page", args=[study.pk, question.key]))
+
+
+@login_required
+@require_POST
+def predicted_overlap(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse:
+    """Give the question's predicted-hard items more annotators from the start. Managers only."""
+    study = managed_study(request, study_id)
+    question = _question(study, question_key)
+    form = PredictedOverlapForm(request.POST)
+    if form.is_valid():
+        added = form.apply(
+            predicted_overlap_raise, manager=request.user, question=question, **form.cleaned_data
+        )
+        if added is not None:
+            messages.success(
+                request,
+                f"{added} assignments added: items predicted above "
+                f"{form.cleaned_data['threshold']:g} now have {form.cleaned_data['k']} annotators.",
+            )
+    if form.errors:
+        for field, errors in form.errors.items():
+            messages.error(request, f"{field}: {' '.join(errors)}")
+    overview = reverse("studies:overview", args=[study.pk])
+    return redirect(f"{overview}?question={question.key}&sort=predicted#coverage")
 
 
 @login_required

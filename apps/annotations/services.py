@@ -33,9 +33,10 @@ from core.types import Account
 
 
 def _choose_annotators(
-    *, n_annotators: int, k: int, existing: list[set[int]], seed: int
+    *, n_annotators: int, k: int | list[int], existing: list[set[int]], seed: int
 ) -> list[list[int]]:
-    """Pick, per item, the annotators still needed so loads stay even and pairs share items.
+    """Pick, per item, the annotators still needed so loads stay even and pairs share items
+    (``k`` annotators per item, or ``k[i]`` for item ``i``).
 
     Greedy: each pick takes the annotator with the lowest load, ties broken by the fewest items
     already shared with the annotators chosen for this item, then by a seeded random jitter.
@@ -49,10 +50,11 @@ def _choose_annotators(
         shared[np.ix_(idx, idx)] += 1
     picks: list[list[int]] = []
     big = len(existing) * n_annotators + 1.0
-    for chosen_set in existing:
+    wanted = k if isinstance(k, list) else [k] * len(existing)
+    for chosen_set, k_item in zip(existing, wanted, strict=True):
         chosen = list(chosen_set)
         new: list[int] = []
-        for _ in range(max(0, k - len(chosen))):
+        for _ in range(max(0, min(k_item, n_annotators) - len(chosen))):
             score = load * big + shared[chosen].sum(axis=0) + rng.random(n_annotators) * 0.5
             score[chosen] = np.inf
             pick = int(np.argmin(score))
@@ -66,8 +68,9 @@ def _choose_annotators(
 
 
 @transaction.atomic
-def assignments_fill(*, study: Study) -> int:
-    """Give every item its ``k`` annotators (all when ``overlap`` is empty), plus repeats.
+def assignments_fill(*, study: Study, overlap_for: Mapping[int, int] | None = None) -> int:
+    """Give every item its ``k`` annotators (all when ``overlap`` is empty), plus repeats;
+    ``overlap_for`` raises the ``k`` of some items (item id -> k; predicted-hard items).
 
     Existing assignments are kept; only missing ones are added, so this is safe to call again
     after items or annotators are added. Each annotator's queue follows the study's item order,
@@ -90,9 +93,10 @@ def assignments_fill(*, study: Study) -> int:
         if user_id in index:
             existing[item_id].add(index[user_id])
     k = min(study.overlap or len(annotator_ids), len(annotator_ids))
+    raised = overlap_for or {}
     picks = _choose_annotators(
         n_annotators=len(annotator_ids),
-        k=k,
+        k=[max(k, raised.get(item_id, k)) for item_id in items],
         existing=[existing[item_id] for item_id in items],
         seed=study.pk,
     )

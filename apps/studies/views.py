@@ -13,6 +13,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from apps.adjudication.forms import PredictedOverlapForm
+from apps.adjudication.selectors import disagreement_forecasts, with_predicted_disagreement
 from apps.annotations.selectors import item_coverage, study_progress
 from apps.studies.access import managed_study
 from apps.studies.forms import QuestionForm, StudyForm, StudyStatusForm, labels_to_text
@@ -73,12 +75,35 @@ def annotator_tasks(*, study: Study, annotator: Account, queued: set[str]) -> li
 
 @login_required
 def study_overview(request: HttpRequest, study_id: int) -> HttpResponse:
-    """A manager's view of one study: status, questions, progress, coverage and downloads."""
+    """A manager's view of one study: status, questions, progress, coverage and downloads.
+
+    With a disagreement forecast (text items, a categorical question), the coverage table shows
+    each item's predicted disagreement (``?question=`` picks the question's forecast) and
+    ``?sort=predicted`` puts the predicted-hardest first.
+    """
     study = managed_study(request, study_id)
-    coverage = Paginator(item_coverage(study=study), COVERAGE_PAGE_SIZE).get_page(
-        request.GET.get("page")
+    forecasts = list(disagreement_forecasts(study=study))
+    chosen = request.GET.get("question")
+    forecast = next((f for f in forecasts if f.question.key == chosen), None) or next(
+        iter(forecasts), None
     )
-    context = {"study": study, "coverage": coverage}
+    sort = "predicted" if forecast and request.GET.get("sort") == "predicted" else ""
+    items = item_coverage(study=study)
+    if forecast is not None:
+        items = with_predicted_disagreement(items, forecast=forecast, most_first=bool(sort))
+    coverage = Paginator(items, COVERAGE_PAGE_SIZE).get_page(request.GET.get("page"))
+    query = "".join(
+        f"&{name}={value}"
+        for name, value in (("question", forecast.question.key if forecast else ""), ("sort", sort))
+        if value
+    )
+    context = {
+        "study": study,
+        "coverage": coverage,
+        "forecast": forecast,
+        "sorted": bool(sort),
+        "sort_query": query,
+    }
     if request.htmx:
         return render(request, "studies/overview.html#coverage", context)
     context |= {
@@ -86,6 +111,13 @@ def study_overview(request: HttpRequest, study_id: int) -> HttpResponse:
         "questions": study.questions.prefetch_related("labels"),
         "progress": study_progress(study=study),
         "status_message": STATUS_MESSAGES[study.status],
+        "forecasts": forecasts,
+        "overlap_form": PredictedOverlapForm(
+            initial={
+                "threshold": forecast.levels[1] if forecast else 0.5,
+                "k": (study.overlap or 2) + 1,
+            }
+        ),
     }
     return render(request, "studies/overview.html", context)
 

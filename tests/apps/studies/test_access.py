@@ -142,6 +142,13 @@ PAGES: dict[str, Page] = {
         {"base_k": "2", "k_max": "3", "threshold": "0.5"},
         ok=302,
     ),
+    "adjudication:predicted_overlap": Page(
+        MANAGERS,
+        _with(question_key=lambda s: "sentiment"),
+        "post",
+        {"threshold": "0.5", "k": "3"},
+        ok=302,
+    ),
     "adjudication:export": Page(MANAGERS, _with(fmt=lambda s: "csv")),
     "adjudication:export_provenance": Page(MANAGERS, _study),
 }

@@ -1,0 +1,225 @@
+"""Predicted disagreement before annotation: trained by the pipeline hook, shown and sorted on
+the study overview, cross-validated figures equal to scikit-learn's, overlap raised."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import numpy as np
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.urls import reverse
+from sklearn.model_selection import KFold, cross_val_score
+
+from analytics import background
+from analytics.metrics.disagreement_prediction import (
+    PAPER_LEVELS,
+    MajorityLevel,
+    disagreement_regressor,
+    level_accuracy,
+    predict_disagreement,
+    to_levels,
+)
+from analytics.pipeline import AFTER_UPDATE_HOOKS
+from apps.adjudication import services
+from apps.adjudication.models import DisagreementForecast
+from apps.adjudication.services import (
+    disagreement_forecast_after_update,
+    disagreement_forecast_train,
+    predicted_overlap_raise,
+)
+from apps.annotations.importing import FinishedAnnotation, annotations_import_finished
+from apps.annotations.models import Assignment
+from apps.annotations.services import annotations_submit
+from apps.studies.models import Membership
+from apps.studies.services import membership_add
+from benchmarks.predicted_disagreement import simulate_text_study
+from tests.factories import UserFactory, running_study
+
+KEYS = {-1: "negative", 0: "neutral", 1: "positive"}
+N_ITEMS, N_ANSWERED = 40, 30
+
+
+def _text_study(n_annotators: int = 3):
+    """40 simulated text items, the first 30 answered by the three simulated annotators."""
+    sim = simulate_text_study(n_items=N_ITEMS, seed=3)
+    study, annotators = running_study(n_items=N_ITEMS, n_annotators=n_annotators, overlap=3)
+    items = list(study.items.order_by("position"))
+    for item, text in zip(items, sim.texts, strict=True):
+        item.text = text
+    type(items[0]).objects.bulk_update(items, ["text"])
+    records = [
+        FinishedAnnotation(items[i].external_id, user.username, "sentiment", KEYS[int(label)])
+        for user, row in zip(annotators, sim.answers, strict=False)
+        for i, label in enumerate(row[:N_ANSWERED])
+    ]
+    return study, annotators, items, sim, records
+
+
+@pytest.fixture
+def text_study(db, django_capture_on_commit_callbacks):
+    study, _, items, sim, records = _text_study()
+    with django_capture_on_commit_callbacks(execute=True):  # the quality update and its hooks
+        annotations_import_finished(study=study, records=records)
+    return study, items, sim
+
+
+def test_the_pipeline_hook_trains_the_forecast_after_a_quality_update(text_study):
+    study, items, _ = text_study
+    assert disagreement_forecast_after_update in AFTER_UPDATE_HOOKS
+    forecast = DisagreementForecast.objects.get(question__study=study)
+    assert forecast.n_train == N_ANSWERED
+    predicted = dict(forecast.predictions.values_list("item_id", "value"))
+    assert set(predicted) == {item.pk for item in items[N_ANSWERED:]}  # the unanswered ones
+    assert forecast.levels == pytest.approx(PAPER_LEVELS.tolist(), abs=1e-6)
+
+
+def test_cross_validated_figures_equal_scikit_learns(text_study):
+    study, _, sim = text_study
+    forecast = DisagreementForecast.objects.get(question__study=study)
+    texts, y = sim.texts[:N_ANSWERED], sim.disagreement[:N_ANSWERED]
+    cv = KFold(n_splits=5, shuffle=True, random_state=0)
+    mse = -cross_val_score(
+        disagreement_regressor(), texts, y, cv=cv, scoring="neg_mean_squared_error"
+    )
+    assert forecast.cv_mse == pytest.approx(mse.mean())
+    baseline = -cross_val_score(
+        MajorityLevel(tuple(PAPER_LEVELS)), texts, y, cv=cv, scoring="neg_mean_squared_error"
+    )
+    assert forecast.baseline_mse == pytest.approx(baseline.mean())
+    accuracy = []  # the 4-level accuracy, fold by fold, by hand
+    for train, test in cv.split(texts):
+        model = disagreement_regressor().fit([texts[i] for i in train], y[train])
+        hit = to_levels(model.predict([texts[i] for i in test]), PAPER_LEVELS)
+        accuracy.append(np.mean(hit == to_levels(y[test], PAPER_LEVELS)))
+    assert forecast.cv_accuracy == pytest.approx(np.mean(accuracy))
+
+
+def test_predictions_follow_the_words_that_make_items_hard():
+    sim = simulate_text_study(n_items=600, seed=0)
+    fit = predict_disagreement(sim.texts[:500], sim.disagreement[:500], sim.texts[500:])
+    hedged = sim.hedged[500:]
+    assert fit.predicted[hedged].mean() > 1.5 * fit.predicted[~hedged].mean()
+    assert fit.cv_mse < fit.baseline_mse
+    truth = sim.disagreement[500:]
+    majority = MajorityLevel().fit(None, sim.disagreement[:500]).predict(truth)
+    assert np.mean((fit.predicted - truth) ** 2) < np.mean((majority - truth) ** 2)
+    assert level_accuracy(truth, majority, levels=PAPER_LEVELS) == np.mean(truth == 0)
+
+
+def test_unchanged_training_data_is_not_retrained(text_study, monkeypatch):
+    study, _, _ = text_study
+    question = study.questions.get()
+    before = DisagreementForecast.objects.get(question=question)
+    monkeypatch.setattr(
+        "apps.adjudication.services.predict_disagreement",
+        lambda *a, **k: pytest.fail("retrained on the same data"),
+    )
+    assert disagreement_forecast_train(question=question) == before
+
+
+def test_too_few_answered_items_make_no_forecast(db):
+    study, annotators = running_study(n_items=12, n_annotators=2)
+    question = study.questions.get()
+    items = list(study.items.order_by("position"))
+    annotations_import_finished(
+        study=study,
+        records=[
+            FinishedAnnotation(item.external_id, user.username, "sentiment", "neutral")
+            for item in items[:5]
+            for user in annotators
+        ],
+    )
+    assert disagreement_forecast_train(question=question) is None
+    assert not DisagreementForecast.objects.exists()
+
+
+def _overview(client, study, **query):
+    return client.get(reverse("studies:overview", args=[study.pk]), query).content.decode()
+
+
+def test_the_overview_shows_the_figures_and_sorts_by_predicted_disagreement(client, text_study):
+    study, _, _ = text_study
+    forecast = DisagreementForecast.objects.get(question__study=study)
+    client.force_login(study.created_by)
+    html = _overview(client, study)
+    assert 'id="predicted-disagreement"' in html
+    assert f"{forecast.cv_mse:.3f}" in html
+    assert f"{round(forecast.cv_accuracy * 100)}%" in html
+    assert f"{forecast.baseline_mse:.3f}" in html
+    hardest = forecast.predictions.order_by("-value", "item__position").first().item
+    sorted_html = _overview(client, study, question="sentiment", sort="predicted")
+    first_row = sorted_html.split("<tbody>")[-1].split("</tr>")[0]  # the coverage table
+    assert hardest.external_id in first_row
+    assert 'aria-sort="descending"' in sorted_html
+    fragment = client.get(
+        reverse("studies:overview", args=[study.pk]),
+        {"question": "sentiment", "sort": "predicted", "page": "2"},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
+    assert fragment.lstrip().startswith('<section class="card" id="coverage"')
+    assert "sort=predicted" in fragment  # the pages keep the order
+
+
+def test_predicted_hard_items_get_more_annotators(text_study):
+    study, items, _ = text_study
+    question = study.questions.get()
+    forecast = DisagreementForecast.objects.get(question=question)
+    threshold = float(np.median(list(forecast.predictions.values_list("value", flat=True))))
+    hard = set(forecast.predictions.filter(value__gt=threshold).values_list("item_id", flat=True))
+    assert hard
+    # three annotators and overlap 3: a fourth annotator gives room for a higher k
+    membership_add(study=study, user=UserFactory(), role=Membership.Role.ANNOTATOR)
+    before = {item.pk: Assignment.objects.filter(item=item, round=1).count() for item in items}
+    added = predicted_overlap_raise(
+        manager=study.created_by, question=question, threshold=threshold, k=4
+    )
+    after = {item.pk: Assignment.objects.filter(item=item, round=1).count() for item in items}
+    assert added == sum(after[i] - before[i] for i in after)
+    assert all(after[i] == 4 for i in hard)
+    assert all(after[i] == before[i] for i in after if i not in hard)
+
+
+def test_raising_the_overlap_checks_its_input_and_the_role(text_study):
+    study, _, _ = text_study
+    question = study.questions.get()
+    annotator = study.memberships.filter(role="annotator").first().user
+    with pytest.raises(PermissionDenied):
+        predicted_overlap_raise(manager=annotator, question=question, threshold=0.5, k=4)
+    with pytest.raises(ValidationError):
+        predicted_overlap_raise(manager=study.created_by, question=question, threshold=-1, k=4)
+
+
+@pytest.mark.postgres  # SQLite's in-memory test database locks tables across threads at once
+@pytest.mark.django_db(transaction=True)
+def test_answers_retrain_the_forecast_on_the_background_thread(settings, monkeypatch):
+    """In the served mode (``QUALITY_UPDATES=thread``) a submit only records the answer; the
+    quality update and the forecast's retraining run on the background thread."""
+    settings.QUALITY_UPDATES = "thread"
+    study, annotators, items, sim, records = _text_study()
+    annotations_import_finished(study=study, records=records)  # a bulk import rebuilds inline
+    assert background.idle(timeout=60)
+    trained_on: list[str] = []
+    real = services.predict_disagreement
+
+    def spy(*args, **kwargs):
+        trained_on.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(services, "predict_disagreement", spy)
+    question = study.questions.get()
+    item = items[N_ANSWERED]
+    for user, row in zip(annotators, sim.answers, strict=True):
+        annotations_submit(
+            annotator=user,
+            assignment=Assignment.objects.get(item=item, annotator=user, round=1),
+            answers={question: KEYS[int(row[N_ANSWERED])]},
+            idempotency_key=uuid.uuid4(),
+        )
+    assert background.idle(timeout=60)
+    assert trained_on
+    assert set(trained_on) == {"quality-updates"}
+    forecast = DisagreementForecast.objects.get(question=question)
+    assert forecast.n_train == N_ANSWERED + 1
+    assert not forecast.predictions.filter(item=item).exists()
