@@ -65,6 +65,8 @@ def test_reviewer_adjudicates_by_keyboard(open_page, sign_in, screenshot, disput
     page = open_page()
     sign_in(page, reviewer.username)
     page.get_by_role("link", name="Adjudicate: What is the sentiment?").click()
+    # until the page has loaded, htmx has not taken over its forms and a key submits natively
+    page.wait_for_url("**/adjudicate/**")  # waits for the "load" event too
     first = page.locator("#current-heading")
     expect(first).to_contain_text(f"Item #{items[0].pk}")
     expect(page.locator("[data-majority]")).to_contain_text("Positive")
