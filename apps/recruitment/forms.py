@@ -6,9 +6,11 @@ from typing import Any
 
 from django import forms
 
+from apps.preferences.models import clean_pairwise_settings
 from apps.recruitment.models import GoldAnswer, Recruitment
 from apps.recruitment.questionnaire import questionnaire_form_class
 from apps.recruitment.services import RECRUITMENT_FIELDS
+from apps.studies.models import Question
 from core.forms import ServiceFormMixin
 
 
@@ -32,6 +34,7 @@ class RecruitmentForm(ServiceFormMixin, forms.ModelForm):
             "check_rate": forms.NumberInput(attrs={"min": 0, "max": 1, "step": 0.05}),
             "qualification_threshold": forms.NumberInput(attrs={"min": 0, "max": 1, "step": 0.05}),
             "attention_floor": forms.NumberInput(attrs={"min": 0, "max": 1, "step": 0.05}),
+            "trace_threshold": forms.NumberInput(attrs={"min": -1, "max": 1, "step": 0.05}),
         }
         labels = {"is_open": "Open the link to new participants"}
 
@@ -48,13 +51,40 @@ def consent_form(questionnaire: list[dict[str, Any]], data: Any = None) -> forms
     return questionnaire_form_class(questionnaire)(data, prefix="q", label_suffix="")
 
 
+OUTCOME_NAMES = {1: "A is better", 0: "A and B are equally good", -1: "B is better"}
+"""A calibration pair's outcomes as the training page names them (A: the gold's item)."""
+
+
 class TrainingAnswerForm(ServiceFormMixin, forms.Form):
-    """One label for one training question."""
+    """One answer to one training question: a label, a pair's order, or a trace's samples.
+
+    ``answer_value()`` is the answer as the services take it.
+    """
 
     gold = forms.IntegerField(widget=forms.HiddenInput)
     answer = forms.ChoiceField(widget=forms.RadioSelect)
 
     def __init__(self, *args: Any, gold: GoldAnswer, **kwargs: Any) -> None:
         super().__init__(*args, initial={"gold": gold.pk}, **kwargs)
+        self.kind = gold.question.kind
         self.fields["answer"].label = gold.question.prompt
-        self.fields["answer"].choices = [(lab.key, lab.name) for lab in gold.question.labels.all()]
+        if self.kind == Question.Kind.PAIRWISE:
+            strict = clean_pairwise_settings(gold.question.settings).strict
+            self.fields["answer"].choices = [
+                (str(outcome), name)
+                for outcome, name in OUTCOME_NAMES.items()
+                if outcome or not strict
+            ]
+        elif self.kind == Question.Kind.CONTINUOUS:
+            self.fields["answer"] = forms.JSONField(
+                widget=forms.HiddenInput,
+                error_messages={"required": "Play the stimulus and follow it with the slider."},
+            )
+        else:
+            self.fields["answer"].choices = [
+                (lab.key, lab.name) for lab in gold.question.labels.all()
+            ]
+
+    def answer_value(self) -> Any:
+        answer = self.cleaned_data["answer"]
+        return int(answer) if self.kind == Question.Kind.PAIRWISE else answer

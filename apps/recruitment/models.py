@@ -87,6 +87,11 @@ class Recruitment(models.Model):
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text="Share of training answers that must be right.",
     )
+    trace_threshold = models.FloatField(
+        default=0.3,
+        validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
+        help_text="kappa_SDA with the true signal from which a training trace counts as right.",
+    )
     attention_floor = models.FloatField(
         default=0.7,
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
@@ -191,6 +196,9 @@ class TrainingAnswer(models.Model):
     gold = models.ForeignKey(GoldAnswer, on_delete=models.CASCADE, related_name="+")
     value = models.JSONField()
     correct = models.BooleanField()
+    score = models.FloatField(
+        null=True, blank=True, help_text="Traces: kappa_SDA with the true signal."
+    )
     answered_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from analytics.metrics.uncertainty import Interval
 from apps.annotations.models import Annotation, Assignment
+from apps.items.models import Item
 from apps.recruitment.models import GoldAnswer, Participant, Recruitment, TrainingAnswer
 from apps.recruitment.quality import wilson_interval
 from apps.studies.kinds import queue_kinds
@@ -140,6 +141,15 @@ def training_next(*, participant: Participant) -> GoldAnswer | None:
         .select_related("item", "question")
         .first()
     )
+
+
+def training_versus(*, gold: GoldAnswer) -> Item | None:
+    """The other item of a calibration pair (pairwise gold answers), else ``None``."""
+    if gold.question.kind != Question.Kind.PAIRWISE:
+        return None
+    return Item.objects.filter(
+        study_id=gold.item.study_id, external_id=gold.value["versus"]
+    ).first()
 
 
 def training_progress(*, participant: Participant) -> dict[str, int]:

@@ -20,10 +20,10 @@ from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
 from apps.annotations.models import Assignment
-from apps.annotations.values import clean_value
 from apps.items.models import Item
 from apps.recruitment.gold import GoldSpec
 from apps.recruitment.models import GoldAnswer, Participant, Recruitment, TrainingAnswer
+from apps.recruitment.scoring import gold_value_clean, training_answer_score
 from apps.recruitment.selectors import package_deadline
 from apps.studies.models import Membership, Question, Study
 from core.types import Account
@@ -41,6 +41,7 @@ RECRUITMENT_FIELDS = [
     "time_limit_minutes",
     "check_rate",
     "qualification_threshold",
+    "trace_threshold",
     "attention_floor",
     "consent_text",
     "questionnaire",
@@ -156,11 +157,13 @@ def participant_training_answer(
         raise ValidationError("Training is over for you.")
     if gold.item.study_id != participant.study_id or gold.use != GoldAnswer.Use.TRAINING:
         raise ValidationError("That is not a training item of this study.")
-    cleaned, _ = clean_value(gold.question, value)
+    scored = training_answer_score(
+        gold=gold, value=value, recruitment=participant.study.recruitment
+    )
     answer, _ = TrainingAnswer.objects.get_or_create(
         participant=participant,
         gold=gold,
-        defaults={"value": cleaned, "correct": cleaned == gold.value},
+        defaults={"value": scored.value, "correct": scored.correct, "score": scored.score},
     )
     if participant.status == Status.CONSENTED:
         _set_status(participant, Status.TRAINING)
@@ -353,15 +356,14 @@ def gold_answer_set(
 ) -> GoldAnswer:
     """Create or replace the known answer to ``question`` about ``item``.
 
-    ``value`` is checked by the question's own validator, as an annotation would be.
+    ``value`` is checked per kind (:func:`~apps.recruitment.scoring.gold_value_clean`):
+    a label, a calibration pair's known order, or a gold trace (the item's known signal).
     """
     if question.study_id != item.study_id:
         raise ValidationError({"question": "The question belongs to another study."})
-    if question.kind != Question.Kind.CATEGORICAL:
-        raise ValidationError({"question": "Gold answers are for categorical questions."})
     if use not in GoldAnswer.Use.values:
         raise ValidationError({"use": f"Use one of {', '.join(GoldAnswer.Use.values)}."})
-    cleaned, _ = clean_value(question, value)
+    cleaned = gold_value_clean(item=item, question=question, value=value)
     gold, _ = GoldAnswer.objects.update_or_create(
         item=item, question=question, defaults={"value": cleaned, "reason": reason, "use": use}
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from csp.decorators import csp_replace, csp_update
@@ -15,8 +16,22 @@ from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
-from apps.recruitment.forms import RecruitmentForm, TrainingAnswerForm, consent_form
-from apps.recruitment.models import PLATFORM_ID, Participant, Platform, Recruitment
+from apps.continuous.config import trace_settings
+from apps.continuous.models import GoldSignal
+from apps.recruitment.forms import (
+    OUTCOME_NAMES,
+    RecruitmentForm,
+    TrainingAnswerForm,
+    consent_form,
+)
+from apps.recruitment.models import (
+    PLATFORM_ID,
+    GoldAnswer,
+    Participant,
+    Platform,
+    Recruitment,
+    TrainingAnswer,
+)
 from apps.recruitment.selectors import (
     gold_accuracy,
     package_of,
@@ -28,6 +43,7 @@ from apps.recruitment.selectors import (
     recruitment_open_by_token,
     training_next,
     training_progress,
+    training_versus,
 )
 from apps.recruitment.services import (
     participant_consent,
@@ -41,7 +57,7 @@ from apps.recruitment.services import (
 )
 from apps.recruitment.sessions import participant_session_start
 from apps.studies.access import managed_study
-from apps.studies.models import Study
+from apps.studies.models import Question, Study
 from core.csv_files import csv_download
 from core.forms import posted
 from core.markdown import render_markdown
@@ -210,25 +226,56 @@ def training(request: HttpRequest, study_id: int) -> HttpResponse:
                 participant_training_answer,
                 participant=participant,
                 gold=gold,
-                value=form.cleaned_data["answer"],
+                value=form.answer_value(),
             )
             if answer is not None:
                 return redirect(f"{request.path}?feedback={gold.pk}")
-    labels = {}
-    if feedback is not None:
-        labels = {lab.key: lab.name for lab in feedback.gold.question.labels.all()}
+    shown_gold = feedback.gold if feedback else gold
     context = {
         "study": participant.study,
-        "gold": feedback.gold if feedback else gold,
-        "item": (feedback.gold if feedback else gold).item,
+        "gold": shown_gold,
+        "item": shown_gold.item,
+        "versus": training_versus(gold=shown_gold),
         "form": form,
         "feedback": feedback,
-        "expected": labels.get(feedback.gold.value.get("label")) if feedback else None,
-        "given": labels.get(feedback.value.get("label")) if feedback else None,
+        **(_feedback_texts(feedback) if feedback else {}),
+        "trace": _trace_config(shown_gold) if form is not None else None,
         "progress": training_progress(participant=participant),
     }
     status = form.http_status if form is not None else 200
     return render(request, "recruitment/training.html", context, status=status)
+
+
+def _feedback_texts(answer: TrainingAnswer) -> dict[str, Any]:
+    """What the feedback says: the expected and the given answer (a trace: its kappa_SDA with
+    the truth and the threshold)."""
+    gold, question = answer.gold, answer.gold.question
+    if question.kind == Question.Kind.CONTINUOUS:
+        return {"kappa": answer.score, "needed": question.study.recruitment.trace_threshold}
+    if question.kind == Question.Kind.PAIRWISE:
+        names: dict[Any, str] = OUTCOME_NAMES
+        expected, given = gold.value["outcome"], answer.value["outcome"]
+    else:
+        names = {lab.key: lab.name for lab in question.labels.all()}
+        expected, given = gold.value.get("label"), answer.value.get("label")
+    return {"expected": names.get(expected), "given": names.get(given)}
+
+
+def _trace_config(gold: GoldAnswer) -> dict[str, Any] | None:
+    """The training recorder's settings for a gold trace (the truth drives the stimulus)."""
+    if gold.question.kind != Question.Kind.CONTINUOUS:
+        return None
+    signal = GoldSignal.objects.get(key=gold.value["signal"])
+    settings = trace_settings(gold.question)
+    return {
+        "signal": signal.array().round(4).tolist(),
+        "rate_hz": signal.rate_hz,
+        "recording_rate_hz": settings.recording_rate_hz,
+        "min": settings.scale_min,
+        "max": settings.scale_max,
+        "label_min": settings.label_min,
+        "label_max": settings.label_max,
+    }
 
 
 @login_required

@@ -18,7 +18,6 @@ from apps.items.services import items_bulk_create
 from apps.preferences.services import judgement_record, pair_next
 from apps.recruitment.models import Participant
 from apps.recruitment.selectors import participant_page
-from apps.recruitment.sessions import SESSION_KEY
 from apps.recruitment.services import (
     participant_consent,
     participant_enter,
@@ -27,6 +26,7 @@ from apps.recruitment.services import (
     participant_training_finish,
     recruitment_update,
 )
+from apps.recruitment.sessions import SESSION_KEY
 from apps.studies.models import Question, Study
 from apps.studies.services import question_create, study_set_status
 from tests.factories import StudyFactory

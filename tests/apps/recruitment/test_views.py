@@ -208,6 +208,7 @@ def test_manager_page_saves_settings_and_lists_participants(client):
         "time_limit_minutes": 45,
         "check_rate": 0.2,
         "qualification_threshold": 0.8,
+        "trace_threshold": 0.3,
         "attention_floor": 0.6,
         "consent_text": "",
         "questionnaire": "[]",

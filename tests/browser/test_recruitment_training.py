@@ -1,0 +1,126 @@
+"""Training on calibration pairs and on a gold trace, in a real browser: a participant of a
+pairwise-only study compares a pair with a known order and sees the feedback, qualifies, and is
+sent to the comparisons; a participant of a trace study follows a green stimulus with the
+slider and sees their kappa_SDA against the truth.
+
+Screenshots land in ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from playwright.sync_api import expect
+
+from apps.continuous.services import gold_signal_save
+from apps.items.models import Item
+from apps.items.services import items_bulk_create
+from apps.recruitment.models import Participant
+from apps.recruitment.services import gold_answer_set, recruitment_update
+from apps.studies.models import Question, Study
+from apps.studies.services import question_create, study_set_status
+from tests.factories import StudyFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+Status = Participant.Status
+SENTENCES = ["The cat sat on the mat.", "Cat the mat on sat the.", "The dog slept.", "A bird."]
+
+
+def open_study(kind: str, rows: list[dict], **settings):
+    study = StudyFactory()
+    extra = {"allow_seek": True} if kind == Question.Kind.CONTINUOUS else {}
+    question = question_create(
+        study=study, kind=kind, key="q", prompt="Which reads better?", settings=extra
+    )
+    items_bulk_create(study=study, rows=rows)
+    study_set_status(study=study, status=Study.Status.RUNNING)
+    recruitment = recruitment_update(
+        study=study, is_open=True, items_per_participant=3, check_rate=0.0, **settings
+    )
+    return study, question, recruitment
+
+
+def arrive(open_page, recruitment, pid: str):
+    page = open_page()
+    page.goto(f"/join/{recruitment.token}/?PROLIFIC_PID={pid}&STUDY_ID=s1&SESSION_ID=x")
+    expect(page.get_by_role("heading", name="Training", exact=True)).to_be_visible()
+    return page
+
+
+def test_pairwise_training_shows_the_expected_order_and_qualifies(open_page, screenshot):
+    rows = [{"external_id": f"s-{n}", "text": text} for n, text in enumerate(SENTENCES)]
+    study, question, recruitment = open_study(
+        Question.Kind.PAIRWISE, rows, qualification_threshold=0.5
+    )
+    items = {item.external_id: item for item in Item.objects.filter(study=study)}
+    gold_answer_set(
+        item=items["s-0"],
+        question=question,
+        value={"versus": "s-1", "outcome": 1},
+        reason="B scrambles the word order",
+        use="training",
+    )
+    gold_answer_set(
+        item=items["s-2"],
+        question=question,
+        value={"versus": "s-3", "outcome": 1},
+        reason="B is not a sentence",
+        use="training",
+    )
+    page = arrive(open_page, recruitment, "pair1")
+    expect(page.locator(".pair__item").first).to_contain_text("The cat sat on the mat.")
+    expect(page.locator(".pair__item").last).to_contain_text("Cat the mat on sat the.")
+    page.get_by_role("radio", name="B is better").check()
+    page.get_by_role("button", name="Check my answer").click()
+    feedback = page.locator(".feedback")
+    expect(feedback.locator("h2")).to_have_text("Not quite.")
+    expect(feedback).to_contain_text("You answered B is better.")
+    expect(feedback).to_contain_text("The expected answer was A is better")
+    expect(feedback).to_contain_text("because B scrambles the word order")
+    screenshot(page, "recruitment-pairwise-training-feedback")
+    page.get_by_role("link", name="Continue").click()
+    page.get_by_role("radio", name="A is better").check()
+    page.get_by_role("button", name="Check my answer").click()
+    expect(page.locator(".feedback h2")).to_have_text("Right!")
+    page.get_by_role("link", name="Continue").click()
+    expect(page.get_by_role("heading", name="You qualified")).to_be_visible()
+    page.get_by_role("button", name="Start the task").click()
+    expect(page).to_have_url(f"/studies/{study.pk}/compare/q/", timeout=20_000)
+    participant = Participant.objects.get()
+    assert (participant.status, participant.training_score) == (Status.WORKING, 0.5)
+
+
+def test_trace_training_scores_the_slider_against_the_true_signal(open_page, screenshot):
+    gold_signal_save(key="ramp", rate_hz=2.0, values=np.linspace(0.1, 0.9, 7))  # 3 seconds
+    rows = [
+        {
+            "external_id": "green",
+            "text": "Follow the green.",
+            "metadata": {"stimulus": "green", "signal": "ramp"},
+        },
+        {"external_id": "clip", "text": "A clip.", "metadata": {"duration": 3.0}},
+    ]
+    _, question, recruitment = open_study(
+        Question.Kind.CONTINUOUS, rows, trace_threshold=0.3, qualification_threshold=1.0
+    )
+    gold_answer_set(
+        item=Item.objects.get(external_id="green"),
+        question=question,
+        value={},
+        reason="the green brightens steadily",
+        use="training",
+    )
+    page = arrive(open_page, recruitment, "trace1")
+    submit = page.get_by_role("button", name="Check my trace")
+    expect(submit).to_be_disabled()
+    screenshot(page, "recruitment-trace-training")
+    page.get_by_role("button", name="Start").click()
+    expect(submit).to_be_enabled(timeout=20_000)  # the stimulus played to its end
+    submit.click()
+    feedback = page.locator(".feedback")
+    expect(feedback.locator("h2")).to_have_text("Not quite.")  # the slider never moved
+    expect(feedback).to_contain_text("0.30 or more was expected")
+    screenshot(page, "recruitment-trace-training-feedback")
+    page.get_by_role("link", name="Continue").click()
+    expect(page.get_by_role("heading", name="Thank you")).to_be_visible()
+    assert Participant.objects.get().status == Status.SCREENED_OUT
