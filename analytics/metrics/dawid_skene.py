@@ -93,6 +93,7 @@ def dawid_skene(
     max_iter: int = 2000,
     tol: float = 1e-8,
     smoothing: float = 0.01,
+    start: ArrayLike | None = None,
 ) -> DawidSkeneResult:
     r"""Fit the Dawid-Skene model by EM, starting from the (soft) majority vote.
 
@@ -111,6 +112,10 @@ def dawid_skene(
         log-likelihood rule stopped that fit at iteration 87, 0.008 away in competence.
     smoothing : float
         Dirichlet pseudo-count added to every confusion cell (keeps log-probabilities finite).
+    start : array_like, shape (n_items, n_labels), optional
+        Item posteriors to start from instead of the majority vote (a warm start, e.g. a
+        bootstrap replicate started from the full fit's posteriors of its items: the classes
+        keep their labels and far fewer iterations are needed).
 
     Returns
     -------
@@ -157,8 +162,14 @@ def dawid_skene(
     rated = np.bincount(data.item, minlength=data.n_items) > 0
     onehot = data.indicators()[:, rated]  # (M * C, N_rated)
     onehot_t = onehot.T.tocsr()
-    posteriors = data.item_counts()[rated].toarray()
-    posteriors /= posteriors.sum(axis=1, keepdims=True)
+    if start is None:
+        posteriors = data.item_counts()[rated].toarray()
+    else:
+        posteriors = np.asarray(start, dtype=np.float64)
+        if posteriors.shape != (data.n_items, c):
+            raise ValueError(f"start must have shape {(data.n_items, c)}; got {posteriors.shape}")
+        posteriors = posteriors[rated]
+    posteriors = posteriors / posteriors.sum(axis=1, keepdims=True)
     priors, confusion = np.full(c, np.inf), np.full((m, c, c), np.inf)
     converged, n_iter = False, 0
     while n_iter < max_iter and not converged:

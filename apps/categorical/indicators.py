@@ -62,12 +62,14 @@ RETEST_KAPPA = Indicator(
     direction="higher",
     rule=FlagRule("test-retest kappa", floor=0.2),
     evidence="repeats",
+    interval="retest_kappa",
 )
 DS_COMPETENCE = Indicator(
     "ds_competence",
     "Dawid-Skene competence",
     direction="higher",
     rule=FlagRule("Dawid-Skene competence"),
+    interval="ds_competence",
 )
 INDICATORS = (ITEMS_DONE, SECONDS_PER_ITEM, COHEN_KAPPA, AAD, SKEW, RETEST_KAPPA, DS_COMPETENCE)
 #: Krippendorff (2004): 0.667 is the lowest alpha for tentative conclusions.
@@ -275,13 +277,17 @@ def label_scale(question: Question, value_keys: Sequence[str]) -> LabelScale:
     return LabelScale.from_labels(value_keys, labels, ordered=question.ordered)
 
 
-def derive(state: QualityState, question: Question, *, with_map: bool) -> Derived:
-    """:func:`derive_categorical` of a question's stored state."""
-    stats = CategoricalStats.from_bytes(
+def stored_stats(state: QualityState) -> CategoricalStats:
+    """The sufficient statistics stored in a question's state."""
+    return CategoricalStats.from_bytes(
         state.stats, n_annotators=len(state.annotator_ids), n_values=len(state.value_keys)
     )
+
+
+def derive(state: QualityState, question: Question, *, with_map: bool) -> Derived:
+    """:func:`derive_categorical` of a question's stored state."""
     return derive_categorical(
-        stats,
+        stored_stats(state),
         annotators=state.annotator_ids,
         scale=label_scale(question, state.value_keys),
         min_overlap=quality_config().min_overlap,

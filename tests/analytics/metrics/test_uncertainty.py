@@ -619,3 +619,17 @@ def test_jackknife_covers_where_the_wilson_interval_is_too_narrow():
     cover = [np.mean([lo <= true <= hi for lo, hi in bounds]) for bounds in (jackknife, wilson)]
     assert cover[0] >= 0.93  # the jackknife errs on the wide side (Efron & Stein)
     assert cover[1] < 0.8  # triplets sharing pairs are not independent
+
+
+def test_warm_started_competence_bootstrap_matches_the_cold_one():
+    """Replicates warm-started from the full fit with a bounded number of EM iterations give
+    the interval of fully converged cold replicates (same resampled items)."""
+    rng = np.random.default_rng(4)
+    truth = rng.integers(0, 3, 400)
+    accuracy = np.array([[0.9], [0.8], [0.7], [0.5], [0.4]])
+    r = np.where(rng.random((5, 400)) < accuracy, truth, rng.integers(0, 3, (5, 400)))
+    cold = dawid_skene_competence_bootstrap(r, n_boot=60, seed=3)
+    warm = dawid_skene_competence_bootstrap(r, n_boot=60, seed=3, warm=True, replicate_iter=100)
+    assert warm.estimate == pytest.approx(cold.estimate)
+    assert warm.low == pytest.approx(cold.low, abs=0.01)
+    assert warm.high == pytest.approx(cold.high, abs=0.01)
