@@ -82,6 +82,10 @@ class ItemListForm(forms.Form):
     )
     page = forms.IntegerField(label="Page", required=False, min_value=1)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         low, high = data.get("min_answers"), data.get("max_answers")

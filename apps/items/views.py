@@ -21,7 +21,12 @@ from apps.annotations.selectors import item_history
 from apps.items.forms import ItemImportForm, ItemListForm
 from apps.items.importing import ItemImportError
 from apps.items.media import media_response
-from apps.items.selectors import ItemFilter, item_neighbours, items_listed
+from apps.items.selectors import (
+    ItemFilter,
+    item_neighbours,
+    items_listed,
+    items_with_figures,
+)
 from apps.items.services import items_import
 from apps.items.uploads import UploadLimits, limit_uploads
 from apps.studies.access import managed_study, study_for
@@ -116,15 +121,17 @@ def item_list(request: HttpRequest, study_id: int) -> HttpResponse:
     """
     study = managed_study(request, study_id)
     form = ItemListForm(request.GET)
-    page = None
+    page, rows = None, []
     if form.is_valid():
-        items = items_listed(study=study, filters=form.filters())
-        page = Paginator(items, ITEMS_PAGE_SIZE).get_page(form.cleaned_data["page"])
+        ids = items_listed(study=study, filters=form.filters()).values_list("pk", flat=True)
+        page = Paginator(ids, ITEMS_PAGE_SIZE).get_page(form.cleaned_data["page"])
+        rows = items_with_figures(study=study, ids=list(page))
     params = _list_params(form)
     context = {
         "study": study,
         "form": form,
         "page": page,
+        "rows": rows,
         "list_params": params,
         "list_query": urlencode(params),
     }

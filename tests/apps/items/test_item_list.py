@@ -46,7 +46,7 @@ def listed(db):
 def _ids(client, study, **query) -> list[str]:
     page = client.get(reverse("items:list", args=[study.pk]), query)
     assert page.status_code == 200
-    return [item.external_id for item in page.context["page"]]
+    return [item.external_id for item in page.context["rows"]]
 
 
 def test_search_filters_and_order(client, listed, django_assert_max_num_queries):
