@@ -21,6 +21,7 @@ from django.utils import timezone
 from analytics.config import QualityConfig
 from analytics.events import dashboard_notify
 from analytics.indicators import Derived, Indicator, StudyFigure
+from analytics.intervals import interval_text
 from analytics.metrics.outliers import OutlierFlag, flag_outliers, flag_with_intervals
 from analytics.models import Exclusion, Flag, FlagEvent
 from apps.studies.models import Question, Study
@@ -131,14 +132,34 @@ def _rule_hits(
             at = (derived.annotators[hit.annotator], hit.indicator)
             hits[at] = (hit.reason, _figures(hit, group[hit.indicator]))
     n = derived.study.get("n_ratings", 0)
+    intervals = derived.study.get("intervals", {}).get("study", {})
     for figure in study_figures:
         value = derived.study.get(figure.key)
         if figure.floor is None or value is None or value >= figure.floor:
             continue
-        if n >= config.evidence_needed("items"):
+        if n < config.evidence_needed("items"):
+            continue
+        entry = intervals.get(figure.key)
+        if entry is None:  # not computed yet: the value against the floor
             reason = f"{figure.title(derived.study)} {value:.2f}; below {figure.floor}; {n} ratings"
-            figures = {"value": value, "floor": figure.floor, "evidence": n}
-            hits[(None, figure.key)] = (reason, figures)
+            hits[(None, figure.key)] = (
+                reason,
+                {"value": value, "floor": figure.floor, "evidence": n},
+            )
+        elif entry[2] is not None and entry[2] < figure.floor:  # the whole interval below
+            text = interval_text(entry, figure.format)
+            reason = f"{figure.title(derived.study)} {text}, below {figure.floor}; {entry[3]} items"
+            hits[(None, figure.key)] = (
+                reason,
+                {
+                    "value": entry[0],
+                    "low": entry[1],
+                    "high": entry[2],
+                    "floor": figure.floor,
+                    "evidence": entry[3],
+                    "unit": "items",
+                },
+            )
     return hits
 
 

@@ -123,3 +123,34 @@ def test_a_study_figure_below_its_floor_flags_the_question():
     )
     assert (hit["annotator"], hit["indicator"]) == (None, "alpha")
     assert hit["reason"] == "Krippendorff alpha (ordinal) 0.40; below 0.667; 100 ratings"
+
+
+@pytest.mark.django_db
+def test_a_study_flag_states_the_interval_and_needs_it_wholly_below_the_floor():
+    study, annotators = running_study(n_annotators=2)
+
+    def hits(low: float, high: float) -> list[dict]:
+        entry = [0.52, low, high, 100]
+        derived = Derived(
+            annotators=[a.pk for a in annotators],
+            indicators={},
+            evidence={},
+            study={
+                "alpha": 0.52,
+                "alpha_level": "ordinal",
+                "n_ratings": 100,
+                "intervals": {"computed_at": "", "n_answers": 100, "study": {"alpha": entry}},
+            },
+        )
+        return flags_evaluate(
+            question=study.questions.get(),
+            derived=derived,
+            indicators=INDICATORS,
+            config=quality_config(),
+            study_figures=(ALPHA,),
+        )
+
+    (hit,) = hits(0.44, 0.60)
+    assert hit["reason"] == "Krippendorff alpha (ordinal) 0.52 [0.44, 0.60], below 0.667; 100 items"
+    assert (hit["figures"]["low"], hit["figures"]["high"]) == (0.44, 0.60)
+    assert hits(0.38, 0.70) == []  # the interval reaches the floor: no statement to make
