@@ -21,7 +21,9 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components
+from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import expit, log_expit
 
 __all__ = [
@@ -576,9 +578,11 @@ class BradleyTerryResult:
     strengths : ndarray of shape (n_items,)
         pi_i = exp(theta_i) (geometric mean 1).
     se : ndarray of shape (n_items,)
-        Standard errors of ``log_strengths`` under the gauge.
-    covariance : ndarray of shape (n_items, n_items)
-        Covariance of ``log_strengths`` under the gauge (nan rows for uncompared items).
+        Standard errors of ``log_strengths`` under the gauge (nan if never compared).
+    se_exact : bool
+        True when ``se`` is the exact square root of the diagonal of the inverse information
+        (at most ``exact_se_max`` compared items); False when it is the belief-propagation
+        approximation of :func:`bradley_terry` (Notes).
     log_likelihood : float
         Log-likelihood at the estimate (without the penalty).
     """
@@ -587,13 +591,99 @@ class BradleyTerryResult:
     log_strengths: NDArray[np.float64]
     strengths: NDArray[np.float64]
     se: NDArray[np.float64]
-    covariance: NDArray[np.float64]
+    se_exact: bool
     log_likelihood: float
 
 
-def _bt_log_likelihood(theta: NDArray[np.float64], wins: NDArray[np.float64]) -> float:
-    """Bradley-Terry log-likelihood: sum over ordered pairs of wins_ij * log sigma(t_i - t_j)."""
-    return float(np.sum(wins * log_expit(theta[:, None] - theta[None, :])))
+class _Comparisons(NamedTuple):
+    """Judgements summed per compared pair ``i < j``: ``wins_i`` of i over j, ``total``."""
+
+    i: NDArray[np.intp]
+    j: NDArray[np.intp]
+    wins_i: NDArray[np.float64]
+    total: NDArray[np.float64]
+
+    def log_likelihood(self, theta: NDArray[np.float64]) -> float:
+        d = theta[self.i] - theta[self.j]
+        return float(self.wins_i @ log_expit(d) + (self.total - self.wins_i) @ log_expit(-d))
+
+    def gradient(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        excess = self.wins_i - self.total * expit(theta[self.i] - theta[self.j])
+        n = theta.size
+        return np.bincount(self.i, excess, minlength=n) - np.bincount(self.j, excess, minlength=n)
+
+    def edge_information(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        """:math:`n_{ij} p_{ij} p_{ji}` per pair, the off-diagonal of the information."""
+        p = expit(theta[self.i] - theta[self.j])
+        return self.total * p * (1 - p)
+
+
+def _sum_pairs(
+    winner: NDArray[np.intp], loser: NDArray[np.intp], weight: NDArray[np.float64], n: int
+) -> _Comparisons:
+    """Sum weighted wins per unordered pair in O(J log J), no items x items array."""
+    lo, hi = np.minimum(winner, loser), np.maximum(winner, loser)
+    keys, inverse = np.unique(lo * n + hi, return_inverse=True)
+    wins_lo = np.bincount(inverse, np.where(winner == lo, weight, 0.0), minlength=keys.size)
+    total = np.bincount(inverse, weight, minlength=keys.size)
+    return _Comparisons(keys // n, keys % n, wins_lo, total)
+
+
+def _laplacian(pairs: _Comparisons, edge: NDArray[np.float64], n: int, alpha: float) -> csr_matrix:
+    """Sparse information matrix: the graph Laplacian of ``edge`` weights plus ``alpha`` I."""
+    diagonal = np.bincount(pairs.i, edge, minlength=n) + np.bincount(pairs.j, edge, minlength=n)
+    rows = np.concatenate([pairs.i, pairs.j, np.arange(n)])
+    cols = np.concatenate([pairs.j, pairs.i, np.arange(n)])
+    return coo_matrix(
+        (np.concatenate([-edge, -edge, diagonal + alpha]), (rows, cols)), (n, n)
+    ).tocsr()
+
+
+def _solve_gauged(
+    information: csr_matrix, rhs: NDArray[np.float64], *, rtol: float
+) -> NDArray[np.float64]:
+    """Solve (I + 11'/n) x = rhs by Jacobi-preconditioned conjugate gradients.
+
+    The rank-one term (the projector on the gauge direction) makes a Laplacian of a connected
+    graph positive definite without densifying it; for a sum-zero ``rhs`` the solution is the
+    sum-zero solution of ``I x = rhs``.
+    """
+    n = rhs.size
+    operator = LinearOperator((n, n), matvec=lambda x: information @ x + x.mean(), dtype=float)
+    inverse_diagonal = 1.0 / (information.diagonal() + 1.0 / n)
+    preconditioner = LinearOperator((n, n), matvec=lambda x: inverse_diagonal * x, dtype=float)
+    x, info = cg(operator, rhs, rtol=rtol, atol=0.0, maxiter=10 * n + 100, M=preconditioner)
+    if info:
+        warnings.warn(
+            "Bradley-Terry: conjugate gradients did not converge", RuntimeWarning, stacklevel=3
+        )
+    return x
+
+
+def _approximate_se(
+    pairs: _Comparisons, edge: NDArray[np.float64], n: int, alpha: float, *, max_iter: int = 200
+) -> NDArray[np.float64]:
+    """Gaussian belief-propagation (Bethe) marginal variances of the information matrix.
+
+    ``m_i`` is the precision that pair k's j-side removes from i (and ``m_j`` the reverse);
+    vectorised over the pairs, O(pairs) per sweep. With ``alpha = 0`` a ridge of 1e-4 x the
+    mean information of an item stands in for the gauge, which belief propagation, being
+    local, never sees.
+    """
+    degree = np.bincount(pairs.i, edge, minlength=n) + np.bincount(pairs.j, edge, minlength=n)
+    degree += alpha or 1e-4 * float(degree.mean())
+    m_i, m_j = np.zeros_like(edge), np.zeros_like(edge)
+    precision = degree
+    for _ in range(max_iter):
+        # The cavity precision of j without i is j's precision plus what i took from it.
+        m_i, m_j = edge**2 / (precision[pairs.j] + m_j), edge**2 / (precision[pairs.i] + m_i)
+        updated = degree - np.bincount(pairs.i, m_i, minlength=n)
+        updated -= np.bincount(pairs.j, m_j, minlength=n)
+        converged = np.max(np.abs(updated - precision)) <= 1e-10 * np.max(precision)
+        precision = updated
+        if converged:
+            break
+    return np.sqrt(1.0 / precision)
 
 
 def bradley_terry(
@@ -605,8 +695,12 @@ def bradley_terry(
     tol: float = 1e-10,
     max_iter: int = 100,
     weights: Mapping[Hashable, float] | None = None,
+    exact_se_max: int = 2000,
 ) -> BradleyTerryResult:
     """Bradley-Terry strengths with standard errors, pooled over annotators.
+
+    Sparse throughout: memory and time per iteration are O(items + judgements), so 100,000
+    items work (``benchmarks/bt_scale.py``).
 
     Parameters
     ----------
@@ -632,12 +726,16 @@ def bradley_terry(
         With ``judgements`` a mapping: each annotator's judgements count this much (>= 0),
         e.g. their measured reliability; the fit and its standard errors then treat a
         judgement as ``weight`` comparisons (a weighted likelihood). Default: 1 each.
+    exact_se_max : int, default 2000
+        Up to this many compared items the standard errors are exact (a dense inverse of
+        at most ``exact_se_max``\\ :sup:`2` entries, 32 MB at the default); above it they are
+        approximated in O(items + pairs) (Notes).
 
     Returns
     -------
     BradleyTerryResult
-        Log-strengths with sum 0 over the compared items, strengths, standard errors and
-        covariance, log-likelihood.
+        Log-strengths with sum 0 over the compared items, strengths, standard errors,
+        log-likelihood.
 
     Raises
     ------
@@ -650,8 +748,7 @@ def bradley_terry(
     -----
     With :math:`w_{ij}` the wins of i over j (ties half a win each) and
     :math:`n_{ij} = w_{ij} + w_{ji}`, the penalised log-likelihood is maximised by Newton's
-    method with step halving (it is concave; each Newton step is solved in the sum-zero
-    subspace):
+    method with step halving (it is concave):
 
     .. math::
 
@@ -660,10 +757,27 @@ def bradley_terry(
         P(i \\succ j) = \\frac{\\pi_i}{\\pi_i + \\pi_j} = \\sigma(\\theta_i - \\theta_j)
 
     The observed information is the weighted graph Laplacian
-    :math:`I = L + \\alpha I_n`, :math:`L_{ij} = -n_{ij} p_{ij} p_{ji}` off the diagonal,
-    rows summing to :math:`\\alpha`. Under the gauge :math:`\\sum_i \\theta_i = 0` the
-    covariance is :math:`Z (Z^\\top I Z)^{-1} Z^\\top` with Z an orthonormal basis of the
-    sum-zero subspace; for ``alpha=0`` this is the pseudo-inverse :math:`L^+`.
+    :math:`I = L + \\alpha I_n`, :math:`L_{ij} = -c_{ij}`, :math:`c_{ij} = n_{ij} p_{ij}
+    p_{ji}` off the diagonal, rows summing to :math:`\\alpha`; it is stored sparse (one entry
+    per compared pair), and each Newton step solves :math:`(I + 11^\\top/n) s = \\nabla\\ell`
+    by preconditioned conjugate gradients (the rank-one term fixes the gauge
+    :math:`\\sum_i \\theta_i = 0` without densifying), to a relative residual that shrinks
+    with the gradient (inexact Newton). The covariance under the gauge is
+    :math:`P (I + 11^\\top/n)^{-1} P`, :math:`P = I_n - 11^\\top/n` (for ``alpha=0`` the
+    pseudo-inverse :math:`L^+`); up to ``exact_se_max`` items its diagonal is computed
+    exactly. Above, the variances are the marginal variances that Gaussian belief propagation
+    assigns to the information matrix (the Bethe approximation, exact on a comparison
+    graph without cycles, O(pairs) per sweep [4]_):
+
+    .. math::
+
+        \\operatorname{se}(\\theta_i)^{-2} \\approx
+            d_i - \\sum_j \\frac{c_{ij}^2}{P_{j \\setminus i}},
+        \\qquad P_{j \\setminus i} = d_j - \\sum_{k \\neq i} \\frac{c_{jk}^2}{P_{k \\setminus j}}
+
+    with :math:`d_i = \\sum_j c_{ij} + \\alpha`. On random comparison graphs of mean degree 6
+    to 30 it is within 2 % of the exact values (``tests/analytics/metrics/
+    test_preferences.py``); it errs where short cycles are dense.
 
     References
     ----------
@@ -672,6 +786,11 @@ def bradley_terry(
        DOI 10.2307/2334029.
     .. [2] Hunter, D. R. (2004). MM algorithms for generalized Bradley-Terry models.
        The Annals of Statistics 32(1), 384-406. DOI 10.1214/aos/1079120141.
+    .. [3] Eisenstat, S. C. and Walker, H. F. (1996). Choosing the forcing terms in an inexact
+       Newton method. SIAM J. Sci. Comput. 17(1), 16-32. DOI 10.1137/0917003.
+    .. [4] Weiss, Y. and Freeman, W. T. (2001). Correctness of belief propagation in Gaussian
+       graphical models of arbitrary topology. Neural Computation 13(10), 2173-2200.
+       DOI 10.1162/089976601750541769.
 
     Examples
     --------
@@ -709,50 +828,66 @@ def bradley_terry(
     coded = _encode(pooled, items=items)
     n_all = len(coded.items)
     decisive = coded.outcome != 0
-    winner = np.where(coded.outcome == 1, coded.a, coded.b)[decisive]
-    loser = np.where(coded.outcome == 1, coded.b, coded.a)[decisive]
-    wins_all = np.zeros((n_all, n_all))
-    np.add.at(wins_all, (winner, loser), weight[decisive])
-    if ties == "half":
-        tie_a, tie_b = coded.a[~decisive], coded.b[~decisive]
-        np.add.at(wins_all, (tie_a, tie_b), 0.5 * weight[~decisive])
-        np.add.at(wins_all, (tie_b, tie_a), 0.5 * weight[~decisive])
-
-    compared = (wins_all + wins_all.T).sum(axis=1) > 0
-    if not compared.any():
+    winner = np.where(coded.outcome == 1, coded.a, coded.b)
+    loser = np.where(coded.outcome == 1, coded.b, coded.a)
+    counted = weight > 0
+    if ties == "ignore":
+        counted &= decisive
+    # A tie is one comparison won half by each item: half its weight as a win of either.
+    half = np.where(decisive, 1.0, 0.5)[counted] * weight[counted]
+    ties_kept = counted & ~decisive
+    pairs = _sum_pairs(
+        np.concatenate([winner[counted], coded.a[ties_kept]]),
+        np.concatenate([loser[counted], coded.b[ties_kept]]),
+        np.concatenate([half, 0.5 * weight[ties_kept]]),
+        n_all,
+    )
+    if pairs.i.size == 0:
         raise ValueError("no comparison to fit (all judgements were ties and ties='ignore'?)")
-    wins = wins_all[np.ix_(compared, compared)]
-    n = wins.shape[0]
+    compared = np.zeros(n_all, dtype=bool)
+    compared[pairs.i] = compared[pairs.j] = True
+    code = np.cumsum(compared) - 1
+    pairs = pairs._replace(i=code[pairs.i], j=code[pairs.j])
+    n = int(compared.sum())
     if alpha == 0:
-        n_strong, _ = connected_components(wins > 0, directed=True, connection="strong")
+        beats = pairs.wins_i > 0, pairs.total - pairs.wins_i > 0
+        edges = coo_matrix(
+            (
+                np.ones(int(beats[0].sum() + beats[1].sum())),
+                (
+                    np.concatenate([pairs.i[beats[0]], pairs.j[beats[1]]]),
+                    np.concatenate([pairs.j[beats[0]], pairs.i[beats[1]]]),
+                ),
+            ),
+            shape=(n, n),
+        )
+        n_strong, _ = connected_components(edges, directed=True, connection="strong")
         if n_strong > 1:
             raise ValueError(
                 f"the comparison graph splits into {n_strong} strongly connected groups (an item"
                 " never lost or never won, or groups never compared): maximum-likelihood"
                 " strengths do not exist; pass a small alpha > 0 to regularise"
             )
-    counts = wins + wins.T
-    centre = np.full((n, n), 1.0 / n)  # projector on the constant vector, the gauge direction
-
-    def information(theta: NDArray[np.float64]) -> NDArray[np.float64]:
-        p = expit(theta[:, None] - theta[None, :])
-        weights = counts * p * p.T
-        return np.diag(weights.sum(axis=1) + alpha) - weights
 
     def objective(theta: NDArray[np.float64]) -> float:
-        return _bt_log_likelihood(theta, wins) - 0.5 * alpha * float(theta @ theta)
+        return pairs.log_likelihood(theta) - 0.5 * alpha * float(theta @ theta)
 
     theta = np.zeros(n)
-    scale = tol * max(1.0, float(counts.max()))
+    scale = tol * max(1.0, float(pairs.total.max()))
+    first = None
     for _ in range(max_iter):
-        p = expit(theta[:, None] - theta[None, :])
-        gradient = wins.sum(axis=1) - (counts * p).sum(axis=1) - alpha * theta
+        gradient = pairs.gradient(theta) - alpha * theta
         if np.max(np.abs(gradient)) <= scale:
             break
-        # The gradient sums to 0, so adding the gauge projector keeps the step sum-zero.
-        step = np.linalg.solve(information(theta) + centre, gradient)
+        norm = float(np.linalg.norm(gradient))
+        first = first or norm
+        information = _laplacian(pairs, pairs.edge_information(theta), n, alpha)
+        step = _solve_gauged(information, gradient, rtol=max(1e-10, min(0.1, norm / first)))
+        step -= step.mean()  # the optimum is sum-zero; an inexact solve drifts off it
         current, size = objective(theta), 1.0
-        while objective(theta + size * step) < current and size > 1e-10:
+        # Near the optimum the gain falls below the rounding of the objective: accept it.
+        slack = 1e-13 * max(1.0, abs(current))
+        while objective(theta + size * step) < current - slack and size > 1e-10:
             size /= 2
         theta = theta + size * step
     else:
@@ -760,19 +895,25 @@ def bradley_terry(
             f"Bradley-Terry did not converge in {max_iter} iterations", RuntimeWarning, stacklevel=2
         )
 
-    projector = np.eye(n) - centre
-    covariance = projector @ np.linalg.inv(information(theta) + centre) @ projector
+    edge = pairs.edge_information(theta)
+    exact = n <= exact_se_max
+    if exact:
+        inverse = np.linalg.inv(_laplacian(pairs, edge, n, alpha).toarray() + 1.0 / n)
+        row_means = inverse.mean(axis=1)
+        se = np.sqrt(np.diag(inverse) - 2 * row_means + row_means.mean())
+    else:
+        se = _approximate_se(pairs, edge, n, alpha)
     log_strengths = np.full(n_all, np.nan)
     log_strengths[compared] = theta
-    full_covariance = np.full((n_all, n_all), np.nan)
-    full_covariance[np.ix_(compared, compared)] = covariance
+    full_se = np.full(n_all, np.nan)
+    full_se[compared] = se
     return BradleyTerryResult(
         items=coded.items,
         log_strengths=log_strengths,
         strengths=np.exp(log_strengths),
-        se=np.sqrt(np.diag(full_covariance)),
-        covariance=full_covariance,
-        log_likelihood=_bt_log_likelihood(theta, wins),
+        se=full_se,
+        se_exact=exact,
+        log_likelihood=pairs.log_likelihood(theta),
     )
 
 

@@ -339,7 +339,7 @@ def test_standard_errors_match_the_numerical_inverse_hessian(seed):
                 f(eye[i] + eye[j]) - f(eye[i] - eye[j]) - f(-eye[i] + eye[j]) + f(-eye[i] - eye[j])
             ) / (4 * h * h)
     covariance = basis @ np.linalg.inv(hessian) @ basis.T
-    np.testing.assert_allclose(fit.covariance, covariance, rtol=1e-4, atol=1e-8)
+    assert fit.se_exact
     np.testing.assert_allclose(fit.se, np.sqrt(np.diag(covariance)), rtol=1e-4)
 
 
@@ -383,9 +383,69 @@ def test_bradley_terry_disconnected_graph_and_uncompared_items():
     assert fit.log_strengths[2] == pytest.approx(fit.log_strengths[3])
     assert math.isnan(fit.log_strengths[4])
     assert math.isnan(fit.se[4])
-    assert np.isnan(fit.covariance[4]).all()
     with pytest.raises(ValueError, match="strongly connected"):
         bradley_terry([("a", "b", 1)])
+
+
+def dense_bradley_terry(judgements, weight, n, alpha):
+    """The items x items Newton fit this module used before it went sparse (oracle)."""
+    wins = np.zeros((n, n))
+    for (a, b, outcome), w in zip(judgements, weight, strict=True):
+        if outcome == 0:
+            wins[a, b] += w / 2
+            wins[b, a] += w / 2
+        else:
+            wins[(a, b) if outcome == 1 else (b, a)] += w
+    counts, centre, theta = wins + wins.T, np.full((n, n), 1 / n), np.zeros(n)
+    for _ in range(100):
+        p = 1 / (1 + np.exp(theta[None, :] - theta[:, None]))
+        information = np.diag((counts * p * p.T).sum(1) + alpha) - counts * p * p.T
+        gradient = wins.sum(1) - (counts * p).sum(1) - alpha * theta
+        if np.max(np.abs(gradient)) < 1e-12:
+            break
+        theta = theta + np.linalg.solve(information + centre, gradient)
+    projector = np.eye(n) - centre
+    covariance = projector @ np.linalg.inv(information + centre) @ projector
+    return theta, np.sqrt(np.diag(covariance))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("alpha", [0.0, 0.01])
+def test_sparse_bradley_terry_matches_the_dense_fit(seed, alpha):
+    rng = np.random.default_rng(seed)
+    n = 40
+    judgements = random_connected_judgements(rng, n, 400)
+    weight = rng.uniform(0.2, 1.0, size=2)
+    by_annotator = {"x": judgements[::2], "y": judgements[1::2]}
+    fit = bradley_terry(
+        by_annotator, items=range(n), alpha=alpha, weights={"x": weight[0], "y": weight[1]}
+    )
+    theta, se = dense_bradley_terry(
+        judgements[::2] + judgements[1::2],
+        [weight[0]] * len(judgements[::2]) + [weight[1]] * len(judgements[1::2]),
+        n,
+        alpha,
+    )
+    np.testing.assert_allclose(fit.log_strengths, theta, atol=1e-6)
+    np.testing.assert_allclose(fit.se, se, atol=1e-6)
+
+
+@pytest.mark.parametrize("degree", [6, 10, 30])
+def test_approximate_standard_errors_stay_near_the_exact_ones(degree):
+    rng = np.random.default_rng(7)
+    n = 1000
+    theta = rng.normal(size=n)
+    a = rng.integers(0, n, size=n * degree // 2)
+    b = (a + rng.integers(1, n, size=a.size)) % n
+    outcome = np.where(rng.random(a.size) < 1 / (1 + np.exp(theta[b] - theta[a])), 1, -1)
+    judgements = list(zip(a.tolist(), b.tolist(), outcome.tolist(), strict=True))
+    exact = bradley_terry(judgements, items=range(n), alpha=0.01)
+    approximate = bradley_terry(judgements, items=range(n), alpha=0.01, exact_se_max=0)
+    assert exact.se_exact
+    assert not approximate.se_exact
+    np.testing.assert_allclose(approximate.log_strengths, exact.log_strengths, atol=1e-6)
+    compared = ~np.isnan(exact.se)
+    np.testing.assert_allclose(approximate.se[compared], exact.se[compared], rtol=0.02)
 
 
 @settings(max_examples=30, deadline=None)
