@@ -13,7 +13,7 @@ from apps.continuous.api.views import TraceViewSet
 from apps.items.api.views import ItemViewSet
 from apps.models_registry.api.views import ModelRunViewSet
 from apps.preferences.api.views import JudgementViewSet, StudyPairViewSet
-from apps.recruitment.api.views import GoldAnswerViewSet
+from apps.recruitment.api.views import GoldAnswerViewSet, GoldSignalViewSet
 from apps.studies.api.views import MembershipViewSet, QuestionViewSet, StudyViewSet
 
 IN_STUDY = r"studies/(?P<study_pk>[^/.]+)"
@@ -32,6 +32,7 @@ router.register("judgements", JudgementViewSet, basename="judgement")
 router.register(f"{IN_STUDY}/traces", TraceViewSet, basename="study-trace")
 router.register(f"{IN_STUDY}/model-runs", ModelRunViewSet, basename="study-model-run")
 router.register(f"{IN_STUDY}/gold-answers", GoldAnswerViewSet, basename="study-gold-answer")
+router.register(f"{IN_STUDY}/gold-signals", GoldSignalViewSet, basename="study-gold-signal")
 router.register(
     f"{IN_STUDY}/aggregated-labels", AggregatedLabelsViewSet, basename="study-aggregated-labels"
 )

@@ -25,7 +25,7 @@ from apps.adjudication.selectors import flagged_annotator_ids, overlap_rule, que
 from apps.annotations.models import Annotation, Assignment, Revision
 from apps.annotations.selectors import answered_latest_first
 from apps.annotations.values import clean_value
-from apps.recruitment.services import participant_check_answering
+from apps.recruitment.access import participant_check_answering
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Question, Study
 from apps.studies.selectors import study_annotators

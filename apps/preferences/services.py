@@ -46,7 +46,6 @@ from django.utils import timezone
 
 from analytics.pipeline import quality_schedule
 from apps.annotations.models import Assignment
-from apps.recruitment.services import participant_check_answering
 from apps.preferences.models import (
     Judgement,
     JudgementQuerySet,
@@ -55,6 +54,7 @@ from apps.preferences.models import (
     clean_pairwise_settings,
 )
 from apps.preferences.selectors import PairState, pair_state, replay_key, replays
+from apps.recruitment.access import participant_check_answering
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Membership, Question, Study
 from core.types import Account

@@ -88,3 +88,17 @@ class TrainingAnswerForm(ServiceFormMixin, forms.Form):
     def answer_value(self) -> Any:
         answer = self.cleaned_data["answer"]
         return int(answer) if self.kind == Question.Kind.PAIRWISE else answer
+
+
+class GoldSignalForm(ServiceFormMixin, forms.Form):
+    """Upload an item's true signal (a gold trace) from the manager's page."""
+
+    item = forms.CharField(max_length=200, label="Item (external id)")
+    rate_hz = forms.FloatField(label="Samples per second (Hz)", min_value=0.001)
+    file = forms.FileField(
+        label="Signal file",
+        help_text="CSV (one number in [0, 1] per line, an optional header line) or a 1-D "
+        "NumPy .npy array; at most 4 MiB.",
+        widget=forms.ClearableFileInput(attrs={"accept": ".csv,.npy"}),
+    )
+    description = forms.CharField(max_length=300, required=False)

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from analytics.metrics.uncertainty import Interval
 from apps.annotations.models import Annotation, Assignment
+from apps.continuous.models import GoldSignal
 from apps.items.models import Item
 from apps.recruitment.models import GoldAnswer, Participant, Recruitment, TrainingAnswer
 from apps.recruitment.quality import wilson_interval
@@ -150,6 +151,19 @@ def training_versus(*, gold: GoldAnswer) -> Item | None:
     return Item.objects.filter(
         study_id=gold.item.study_id, external_id=gold.value["versus"]
     ).first()
+
+
+def gold_signals_of(*, study: Study) -> list[tuple[Item, GoldSignal]]:
+    """The study's items that show a known signal (gold traces), with it, in item order."""
+    items = list(study.items.filter(metadata__has_key="signal").order_by("position", "id"))
+    signals = GoldSignal.objects.in_bulk(
+        [item.metadata["signal"] for item in items], field_name="key"
+    )
+    return [
+        (item, signals[item.metadata["signal"]])
+        for item in items
+        if item.metadata["signal"] in signals
+    ]
 
 
 def training_progress(*, participant: Participant) -> dict[str, int]:

@@ -7,26 +7,29 @@ ends early as ``declined``, ``screened_out`` (training below the threshold) or `
 
 from __future__ import annotations
 
+import math
 import random
 import secrets
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
+from numpy.typing import NDArray
 
 from apps.annotations.models import Assignment
+from apps.continuous.models import GoldSignal
+from apps.continuous.services import gold_signal_save
 from apps.items.models import Item
 from apps.recruitment.gold import GoldSpec
 from apps.recruitment.models import GoldAnswer, Participant, Recruitment, TrainingAnswer
 from apps.recruitment.scoring import gold_value_clean, training_answer_score
-from apps.recruitment.selectors import package_deadline
 from apps.studies.models import Membership, Question, Study
-from core.types import Account
 
 Status = Participant.Status
 RECRUITMENT_FIELDS = [
@@ -202,33 +205,6 @@ def participant_training_finish(*, participant: Participant) -> Participant:
     )
 
 
-def participant_check_answering(*, user: Account, study: Study) -> None:
-    """Refuse the answers of a recruited participant of ``study`` outside their open package.
-
-    Every answer path calls it (the queue and the API through ``assignment_check_annotator``,
-    traces, pairwise judgements), so a participant with an API token is held to the same
-    deadline as the page: between the deadline and the release of the package (which happens
-    on the next visit of anyone to the study's pages) nothing more is accepted. Staff
-    annotators pass. ``user.participation`` and ``study.recruitment`` are read from the
-    objects when selected with them (no query then).
-    """
-    participant = getattr(user, "participation", None)
-    if participant is None or participant.study_id != study.pk:
-        return
-    if participant.status != Status.WORKING:
-        raise ValidationError(
-            {"assignment": "Your package is closed; answers are no longer accepted."}
-        )
-    deadline = package_deadline(participant, recruitment=study.recruitment)
-    if deadline is not None and timezone.now() > deadline:
-        raise ValidationError(
-            {
-                "assignment": f"Your time for this package ended at {deadline:%H:%M} UTC; "
-                "answers are no longer accepted."
-            }
-        )
-
-
 def _package_items(*, recruitment: Recruitment, rng: random.Random) -> list[int]:
     """Item ids of a new package: regular items least assigned so far, checks mixed in."""
     study = recruitment.study
@@ -368,3 +344,27 @@ def gold_answer_set(
         item=item, question=question, defaults={"value": cleaned, "reason": reason, "use": use}
     )
     return gold
+
+
+MAX_SIGNAL_RATE_HZ = 10_000.0
+
+
+@transaction.atomic
+def item_gold_signal_set(
+    *, item: Item, values: NDArray[np.float64], rate_hz: float, description: str = ""
+) -> GoldSignal:
+    """Store ``values`` (at ``rate_hz``) as the true signal of ``item``: a gold trace.
+
+    The signal is kept under the key ``item-<id>`` (replaced by a new upload) and the item's
+    metadata names it (``{"stimulus": "green", "signal": key}``): the recorder then shows the
+    calibration stimulus, the calibration report and trace training compare with it.
+    Nothing is written when the signal or the rate is refused (field errors).
+    """
+    if not (math.isfinite(rate_hz) and 0 < rate_hz <= MAX_SIGNAL_RATE_HZ):
+        raise ValidationError({"rate_hz": f"Give a rate in (0, {MAX_SIGNAL_RATE_HZ:g}] Hz."})
+    signal = gold_signal_save(
+        key=f"item-{item.pk}", rate_hz=rate_hz, values=values, description=description
+    )
+    item.metadata = {**(item.metadata or {}), "stimulus": "green", "signal": signal.key}
+    item.save(update_fields=["metadata"])
+    return signal

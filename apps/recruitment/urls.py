@@ -13,4 +13,5 @@ urlpatterns = [
     path("studies/<int:study_id>/participate/end/", views.end, name="end"),
     path("studies/<int:study_id>/recruitment/", views.manage, name="manage"),
     path("studies/<int:study_id>/recruitment/payments.csv", views.payments, name="payments"),
+    path("studies/<int:study_id>/recruitment/gold-signal/", views.gold_signal, name="gold_signal"),
 ]

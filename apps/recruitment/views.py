@@ -14,12 +14,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_exempt
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.continuous.config import trace_settings
 from apps.continuous.models import GoldSignal
 from apps.recruitment.forms import (
     OUTCOME_NAMES,
+    GoldSignalForm,
     RecruitmentForm,
     TrainingAnswerForm,
     consent_form,
@@ -34,6 +35,7 @@ from apps.recruitment.models import (
 )
 from apps.recruitment.selectors import (
     gold_accuracy,
+    gold_signals_of,
     package_of,
     participant_of,
     participant_of_user,
@@ -46,6 +48,7 @@ from apps.recruitment.selectors import (
     training_versus,
 )
 from apps.recruitment.services import (
+    item_gold_signal_set,
     participant_consent,
     participant_enter,
     participant_finish,
@@ -56,6 +59,7 @@ from apps.recruitment.services import (
     recruitment_update,
 )
 from apps.recruitment.sessions import participant_session_start
+from apps.recruitment.signal_files import MAX_SIGNAL_BYTES, signal_read
 from apps.studies.access import managed_study
 from apps.studies.models import Question, Study
 from core.csv_files import csv_download
@@ -347,7 +351,55 @@ def manage(request: HttpRequest, study_id: int) -> HttpResponse:
     if form.is_valid() and form.apply(recruitment_update, study=study, **form.cleaned_data):
         messages.success(request, "Recruitment saved.")
         return redirect("recruitment:manage", study.pk)
-    context = {"study": study, "form": form, "recruitment": recruitment}
+    return _manage_page(request, study, recruitment, form=form, signal_form=GoldSignalForm())
+
+
+@login_required
+@require_POST
+def gold_signal(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Upload the true signal of an item (a gold trace); the form sits on the manager's page."""
+    study = managed_study(request, study_id)
+    form = GoldSignalForm(request.POST, request.FILES)
+    if form.is_valid():
+        data = form.cleaned_data
+        item = study.items.filter(external_id=data["item"]).first()
+        if item is None:
+            form.add_error("item", f"No item {data['item']!r} in this study.")
+        else:
+            values = form.apply(
+                signal_read, data=data["file"].read(MAX_SIGNAL_BYTES + 1), name=data["file"].name
+            )
+            if values is not None and form.apply(
+                item_gold_signal_set,
+                item=item,
+                values=values,
+                rate_hz=data["rate_hz"],
+                description=data["description"],
+            ):
+                messages.success(request, f"True signal of {item.external_id} saved.")
+                return redirect("recruitment:manage", study.pk)
+    recruitment = Recruitment.objects.filter(study=study).first()
+    initial = model_to_dict(recruitment or Recruitment(study=study), RecruitmentForm.Meta.fields)
+    return _manage_page(
+        request, study, recruitment, form=RecruitmentForm(initial=initial), signal_form=form
+    )
+
+
+def _manage_page(
+    request: HttpRequest,
+    study: Study,
+    recruitment: Recruitment | None,
+    *,
+    form: RecruitmentForm,
+    signal_form: GoldSignalForm,
+) -> HttpResponse:
+    context: dict[str, Any] = {
+        "study": study,
+        "form": form,
+        "recruitment": recruitment,
+        "signal_form": signal_form,
+        "signals": gold_signals_of(study=study),
+    }
     if recruitment is not None:
         participants_release_expired(study=study)  # the list shows who timed out
         link = request.build_absolute_uri(reverse("recruitment:join", args=[recruitment.token]))
@@ -364,7 +416,8 @@ def manage(request: HttpRequest, study_id: int) -> HttpResponse:
                 for row in gold_accuracy(study=study).values()
             ],
         }
-    return render(request, "recruitment/manage.html", context, status=form.http_status)
+    status = max(form.http_status, signal_form.http_status)
+    return render(request, "recruitment/manage.html", context, status=status)
 
 
 @login_required
