@@ -88,6 +88,11 @@ class CategoricalKind(QuestionKind):
     dashboard_cards = ("categorical/dashboard.html#items",)
     dashboard_plots = ("categorical/dashboard.html#histograms",)
     export_functions = {"answers": annotation_export_rows}
+    has_labels = True
+    preview_template = "categorical/preview.html"
+
+    def preview_context(self, *, question: Question, labels: list[Label]) -> dict[str, Any]:
+        return {"labels": labels}
 
     def clean_value(
         self, question: Question, value: Any, assignment: Assignment | None

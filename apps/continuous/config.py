@@ -13,6 +13,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from apps.studies.kinds import own_settings
 from apps.studies.models import Question
 
 
@@ -53,18 +54,30 @@ _NUMBERS = (
 _FLAGS = ("allow_pause", "allow_seek")
 _LABELS = ("label_min", "label_max")
 MAX_RECORDING_RATE_HZ = 60.0
+MAX_LABEL_LENGTH = 60
+MIN_GAP_INTERVALS = 2.5  # a gap must span this many recording intervals
 
 
 def clean_trace_settings(raw: dict[str, Any] | None) -> dict[str, Any]:
     """Validate raw question settings and return them complete, with defaults filled in.
 
-    Raises ``ValidationError`` (under ``settings``) naming every problem found.
+    Raises ``ValidationError`` naming every problem found, keyed by the setting it is about
+    (unknown settings under ``settings``); the quality overrides every kind may have are
+    left out (:func:`apps.studies.kinds.clean_question_settings` checks them). The limits
+    are the module's constants, which the question editor's help texts
+    (:class:`apps.continuous.forms.TraceSettingsForm`) quote.
     """
-    raw = dict(raw or {})
+    raw = own_settings(raw)
     defaults = TraceSettings()
     unknown = sorted(set(raw) - set(defaults.as_dict()))
-    errors: list[str] = [f"unknown setting {name!r}" for name in unknown]
+    errors: dict[str, list[str]] = {}
+    if unknown:
+        errors["settings"] = [f"unknown setting {name!r}" for name in unknown]
     data = defaults.as_dict() | {k: v for k, v in raw.items() if k not in unknown}
+
+    def refuse(name: str, message: str) -> None:
+        errors.setdefault(name, []).append(f"{name} {message}")
+
     for name in _NUMBERS:
         value = data[name]
         if (
@@ -72,28 +85,31 @@ def clean_trace_settings(raw: dict[str, Any] | None) -> dict[str, Any]:
             or isinstance(value, bool)
             or not math.isfinite(value)
         ):
-            errors.append(f"{name} must be a number")
+            refuse(name, "must be a number")
             data[name] = getattr(defaults, name)
     for name in _FLAGS:
         if not isinstance(data[name], bool):
-            errors.append(f"{name} must be true or false")
+            refuse(name, "must be true or false")
     for name in _LABELS:
-        if not isinstance(data[name], str) or len(data[name]) > 60:
-            errors.append(f"{name} must be a text of at most 60 characters")
+        if not isinstance(data[name], str) or len(data[name]) > MAX_LABEL_LENGTH:
+            refuse(name, f"must be a text of at most {MAX_LABEL_LENGTH} characters")
     if data["orientation"] not in ORIENTATIONS:
-        errors.append(f"orientation must be one of {', '.join(ORIENTATIONS)}")
+        refuse("orientation", f"must be one of {', '.join(ORIENTATIONS)}")
     if data["scale_max"] <= data["scale_min"]:
-        errors.append("scale_max must be above scale_min")
+        refuse("scale_max", "must be above scale_min")
     if not 0 < data["recording_rate_hz"] <= MAX_RECORDING_RATE_HZ:
-        errors.append(f"recording_rate_hz must be in (0, {MAX_RECORDING_RATE_HZ:g}]")
+        refuse("recording_rate_hz", f"must be in (0, {MAX_RECORDING_RATE_HZ:g}]")
     if not 0 < data["analysis_rate_hz"] <= data["recording_rate_hz"]:
-        errors.append("analysis_rate_hz must be above 0 and at most recording_rate_hz")
+        refuse("analysis_rate_hz", "must be above 0 and at most recording_rate_hz")
     if not 0 <= data["sda_tolerance"] < data["scale_max"] - data["scale_min"]:
-        errors.append("sda_tolerance must be >= 0 and smaller than the scale")
-    if data["recording_rate_hz"] > 0 and data["max_gap_s"] < 2.5 / data["recording_rate_hz"]:
-        errors.append("max_gap_s must allow at least 2.5 recording intervals")
+        refuse("sda_tolerance", "must be >= 0 and smaller than the scale")
+    if (
+        data["recording_rate_hz"] > 0
+        and data["max_gap_s"] < MIN_GAP_INTERVALS / data["recording_rate_hz"]
+    ):
+        refuse("max_gap_s", f"must allow at least {MIN_GAP_INTERVALS:g} recording intervals")
     if errors:
-        raise ValidationError({"settings": errors})
+        raise ValidationError(errors)
     return {k: float(v) if k in _NUMBERS else v for k, v in data.items()}
 
 

@@ -14,13 +14,14 @@ from analytics.models import QualityState
 from apps.annotations.exporting import annotation_export_rows
 from apps.annotations.models import Assignment
 from apps.continuous import quality
-from apps.continuous.config import clean_trace_settings
+from apps.continuous.config import clean_trace_settings, trace_settings
 from apps.continuous.exporting import trace_rows, trace_sample_rows
+from apps.continuous.forms import TraceSettingsForm
 from apps.continuous.selectors import item_overlay, item_traces, trace_progress
 from apps.continuous.values import clean_trace_pointer
 from apps.items.models import Item
 from apps.studies.kinds import QuestionKind
-from apps.studies.models import Question
+from apps.studies.models import Label, Question
 from core.types import Account
 
 
@@ -44,8 +45,15 @@ class ContinuousKind(QuestionKind):
         "samples": trace_sample_rows,
     }
 
+    settings_form = TraceSettingsForm
+    answer_settings = ("scale_min", "scale_max")  # the traces' values are on this scale
+    preview_template = "continuous/preview.html"
+
     def clean_settings(self, raw: Any) -> dict[str, Any]:
         return clean_trace_settings(raw)
+
+    def preview_context(self, *, question: Question, labels: list[Label]) -> dict[str, Any]:
+        return {"settings": trace_settings(question)}
 
     def progress(self, *, question: Question, annotator: Account) -> dict[str, int]:
         return trace_progress(annotator=annotator, question=question)

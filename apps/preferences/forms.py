@@ -13,7 +13,13 @@ from typing import Any
 from django import forms
 
 from apps.annotations.tickets import ticket_issue, ticket_read
-from apps.preferences.models import Judgement
+from apps.preferences.models import (
+    AUDIT_RATE_RANGE,
+    KAPPA_FLOOR_RANGE,
+    Judgement,
+    PairwiseSettings,
+    range_text,
+)
 from core.forms import ServiceFormMixin
 
 TICKET_SALT = "preferences.compare.ticket"
@@ -59,3 +65,37 @@ class UndoForm(ServiceFormMixin, forms.Form):
     """Undo the latest judgement; ``judgement`` names it, so that a resent form undoes one."""
 
     judgement = forms.IntegerField(widget=forms.HiddenInput, required=False)
+
+
+PAIRWISE_DEFAULTS = PairwiseSettings()
+
+
+class PairwiseSettingsForm(forms.Form):
+    """A pairwise question's settings in the question editor, one field per setting of
+    ``PairwiseSettings``; :func:`clean_pairwise_settings` checks them, and the help texts
+    quote the ranges it checks against."""
+
+    strict = forms.BooleanField(
+        label="Strict preference",
+        required=False,
+        initial=PAIRWISE_DEFAULTS.strict,
+        help_text='Annotators answer "A is better" or "B is better" only, with no "Equal".',
+    )
+    calibration_triplets = forms.IntegerField(
+        initial=PAIRWISE_DEFAULTS.calibration_triplets,
+        help_text="Triplets whose three pairs are asked first, to measure each annotator's "
+        "transitivity: a whole number, 0 or more.",
+    )
+    audit_rate = forms.FloatField(
+        initial=PAIRWISE_DEFAULTS.audit_rate,
+        widget=forms.NumberInput(attrs={"step": "any"}),
+        help_text="Share of sort steps that ask a pair the earlier answers already imply, to "
+        f"check them: a number in {range_text(AUDIT_RATE_RANGE)}.",
+    )
+    kappa_floor = forms.FloatField(
+        label="Transitivity floor",
+        initial=PAIRWISE_DEFAULTS.kappa_floor,
+        widget=forms.NumberInput(attrs={"step": "any"}),
+        help_text="An annotator whose transitivity kappa falls below it is asked every pair "
+        f"and flagged: a number in {range_text(KAPPA_FLOOR_RANGE)}.",
+    )

@@ -14,10 +14,11 @@ from analytics.models import QualityState
 from apps.items.models import Item
 from apps.preferences import quality
 from apps.preferences.exporting import judgement_rows, score_rows
+from apps.preferences.forms import PairwiseSettingsForm
 from apps.preferences.models import clean_pairwise_settings
 from apps.preferences.selectors import item_judgements, judgement_progress
 from apps.studies.kinds import QuestionKind
-from apps.studies.models import Question
+from apps.studies.models import Label, Question
 from core.types import Account
 
 
@@ -43,8 +44,17 @@ class PairwiseKind(QuestionKind):
     item_card = "preferences/item_judgements.html"
     _results = (("preferred", "preferred"), ("equal", "equal"), ("other", "other preferred"))
 
+    settings_form = PairwiseSettingsForm
+    preview_template = "preferences/preview.html"
+
     def clean_settings(self, raw: Any) -> dict[str, Any]:
         return clean_pairwise_settings(raw).as_dict()
+
+    def answered(self, question: Question) -> bool:
+        return question.judgements.exists()
+
+    def preview_context(self, *, question: Question, labels: list[Label]) -> dict[str, Any]:
+        return {"strict": clean_pairwise_settings(question.settings).strict}
 
     def progress(self, *, question: Question, annotator: Account) -> dict[str, int]:
         return judgement_progress(question=question, annotator=annotator)

@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from apps.items.models import Item
+from apps.studies.kinds import own_settings
 from apps.studies.models import Question
 
 
@@ -48,13 +49,25 @@ class PairwiseSettings:
         return asdict(self)
 
 
+# The ranges of the numeric settings, (low, high, high included), quoted by the editor's help.
+AUDIT_RATE_RANGE = (0.0, 1.0, False)
+KAPPA_FLOOR_RANGE = (-3.0, 1.0, True)
+
+
+def range_text(bounds: tuple[float, float, bool]) -> str:
+    """``[low, high]`` or ``[low, high)``: how a setting's range reads in help and errors."""
+    low, high, closed = bounds
+    return f"[{low:g}, {high:g}{']' if closed else ')'}"
+
+
 def clean_pairwise_settings(raw: Any) -> PairwiseSettings:
     """Validate a pairwise question's ``settings`` and fill in the defaults.
 
     Parameters
     ----------
     raw : dict or None
-        ``Question.settings``; unknown keys are refused so that typos do not pass silently.
+        ``Question.settings``; unknown keys are refused so that typos do not pass silently
+        (the quality overrides are left to :func:`apps.studies.kinds.clean_question_settings`).
 
     Returns
     -------
@@ -65,9 +78,9 @@ def clean_pairwise_settings(raw: Any) -> PairwiseSettings:
     django.core.exceptions.ValidationError
         Field errors keyed by setting name.
     """
-    raw = raw or {}
-    if not isinstance(raw, dict):
+    if not isinstance(raw or {}, dict):
         raise ValidationError({"settings": "Pairwise settings must be an object."})
+    raw = own_settings(raw)
     fields = PairwiseSettings.__dataclass_fields__
     errors: dict[str, str] = {}
     unknown = sorted(set(raw) - set(fields))
@@ -79,16 +92,13 @@ def clean_pairwise_settings(raw: Any) -> PairwiseSettings:
     triplets = values["calibration_triplets"]
     if isinstance(triplets, bool) or not isinstance(triplets, int) or triplets < 0:
         errors["calibration_triplets"] = "Give a whole number of triplets, 0 or more."
-    for name, low, high, closed in (
-        ("audit_rate", 0.0, 1.0, False),
-        ("kappa_floor", -3.0, 1.0, True),
-    ):
+    for name, bounds in (("audit_rate", AUDIT_RATE_RANGE), ("kappa_floor", KAPPA_FLOOR_RANGE)):
+        low, high, closed = bounds
         value = values[name]
         number = isinstance(value, int | float) and not isinstance(value, bool)
         in_range = number and low <= value and (value <= high if closed else value < high)
         if not (in_range and math.isfinite(value)):
-            bracket = "]" if closed else ")"
-            errors[name] = f"Give a number in [{low:g}, {high:g}{bracket}."
+            errors[name] = f"Give a number in {range_text(bounds)}."
         else:
             values[name] = float(value)
     if errors:

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django import forms
 from django.core.exceptions import ValidationError
-from django.core.validators import validate_slug
+from django.http import HttpRequest, QueryDict
+from django.template.loader import render_to_string
 
-from apps.studies.models import Label, Question, Study, shortcut_problem
+from apps.studies.kinds import QUALITY, QuestionKind, clean_question_settings, own_settings
+from apps.studies.models import RESERVED_SHORTCUTS, Label, Question, Study
+from apps.studies.selectors import label_answer_counts
 from core.forms import ServiceFormMixin
 
-LABEL_COLUMNS = ("key", "name", "shortcut", "valence", "arousal")
+T = TypeVar("T")
+LABEL_FIELDS = ("key", "name", "shortcut", "valence", "arousal")
 
 
 class StudyForm(ServiceFormMixin, forms.ModelForm):
@@ -41,132 +46,331 @@ class StudyStatusForm(forms.Form):
     status = forms.ChoiceField(choices=Study.Status.choices)
 
 
-def _number(text: str, *, column: str, line: int) -> float | None:
-    if not text:
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        raise ValidationError(f"Line {line}: {column} must be a number, not {text!r}.") from None
+class JSONObjectField(forms.CharField):
+    """A JSON object typed in a text box; a syntax error names its line and column."""
 
+    widget = forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "mono"})
 
-def _parse_label_line(line: str, *, number: int) -> dict[str, Any]:
-    """One ``key | Name | shortcut | valence | arousal`` line as the services' label dict."""
-    cells = [cell.strip() for cell in line.split("|")]
-    if len(cells) > len(LABEL_COLUMNS):
-        raise ValidationError(f"Line {number}: at most {len(LABEL_COLUMNS)} columns.")
-    key, name, shortcut, valence, arousal = cells + [""] * (len(LABEL_COLUMNS) - len(cells))
-    try:
-        validate_slug(key)
-    except ValidationError:
-        raise ValidationError(
-            f"Line {number}: the key {key!r} may use only letters, digits, - and _."
-        ) from None
-    if len(shortcut) > 1:
-        raise ValidationError(f"Line {number}: a shortcut is a single key, not {shortcut!r}.")
-    if problem := shortcut_problem(shortcut):
-        raise ValidationError(f"Line {number}: {problem}")
-    return {
-        "key": key,
-        "name": name or key,
-        "shortcut": shortcut,
-        "valence": _number(valence, column="valence", line=number),
-        "arousal": _number(arousal, column="arousal", line=number),
-    }
-
-
-def labels_to_text(labels: Iterable[Label]) -> str:
-    """The editable text of a scale: one ``key | Name | shortcut | valence | arousal`` a line."""
-    lines = []
-    for label in labels:
-        cells = [
-            label.key,
-            label.name,
-            label.shortcut,
-            "" if label.valence is None else f"{label.valence:g}",
-            "" if label.arousal is None else f"{label.arousal:g}",
-        ]
-        while cells and not cells[-1]:
-            cells.pop()
-        lines.append(" | ".join(cells))
-    return "\n".join(lines)
-
-
-class _SettingsField(forms.JSONField):
-    """A JSON object field that shows "no settings" as an empty box, not ``null`` or ``{}``."""
-
-    def prepare_value(self, value: Any) -> Any:
-        return "" if value in (None, {}, "null") else super().prepare_value(value)
-
-
-class QuestionForm(ServiceFormMixin, forms.ModelForm):
-    """A question: categorical ones with their labels, typed one label per line; continuous and
-    pairwise ones with their settings (JSON, checked by the kind's own validator)."""
-
-    row_names = {"labels": "Label"}
-
-    labels = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 7, "spellcheck": "false", "class": "mono"}),
-        help_text="Categorical questions: one label per line: key | Name | shortcut | valence | "
-        "arousal. Only the key is required; valence and arousal (from -1 to 1) go together. "
-        "Lines are shown in this order, from low to high on an ordered scale.",
-    )
-    kind = forms.ChoiceField(
-        choices=Question.Kind.choices, required=False, initial=Question.Kind.CATEGORICAL
-    )
-    settings = _SettingsField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "mono"}),
-        help_text="Continuous and pairwise questions: their settings as a JSON object, e.g. "
-        '{"allow_seek": true} or {"strict": true, "kappa_floor": 0.5}; empty = the defaults.',
-    )
-
-    class Meta:
-        model = Question
-        fields = ("key", "prompt", "kind", "ordered", "settings")
-        labels = {"ordered": "Ordered scale (categorical)"}
-        widgets = {"prompt": forms.TextInput(attrs={"size": 60})}
-
-    def clean(self) -> dict[str, Any]:
-        """Labels belong to categorical questions, settings to the other kinds."""
-        data = super().clean()
-        kind = data["kind"] = data.get("kind") or Question.Kind.CATEGORICAL
-        if kind == Question.Kind.CATEGORICAL:
-            if not data.get("labels") and "labels" not in self.errors:
-                self.add_error("labels", "A categorical question needs at least two labels.")
-            if data.get("settings"):
-                self.add_error("settings", "Categorical questions take no settings.")
-            data["settings"] = {}
-        elif data.get("labels"):
-            self.add_error("labels", "Only categorical questions have labels.")
-        if data.get("settings") is None:
-            data["settings"] = {}
+    def to_python(self, value: Any) -> dict[str, Any]:
+        text = super().to_python(value)
+        if not text:
+            return {}
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(
+                f"Line {exc.lineno}, column {exc.colno}: {exc.msg}.", code="invalid"
+            ) from None
+        if not isinstance(data, dict):
+            raise ValidationError('Give an object in braces, e.g. {"quality": {...}}.')
         return data
 
-    def clean_labels(self) -> list[dict[str, Any]]:
-        """Parse the label lines; report every bad line, repeated key or shortcut at once."""
-        labels, errors = [], []
-        first_line: dict[tuple[str, str], int] = {}
-        for number, line in enumerate(self.cleaned_data["labels"].splitlines(), start=1):
-            if not line.strip():
-                continue
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return json.dumps(value, indent=2) if value else ""
+        return value
+
+
+class QuestionForm(ServiceFormMixin, forms.Form):
+    """The fields every question has, plus "ordered" for kinds with a label scale and the
+    advanced box: settings typed as JSON (merged over the kind's settings form)."""
+
+    key = forms.SlugField(
+        max_length=50,
+        help_text="Stable identifier in imports and exports: letters, digits, - and _.",
+    )
+    prompt = forms.CharField(
+        max_length=500,
+        widget=forms.TextInput(attrs={"size": 60}),
+        help_text="The question annotators read.",
+    )
+    ordered = forms.BooleanField(
+        label="Ordered scale",
+        required=False,
+        help_text="The labels go from low to high in the order of the rows (a Likert scale): "
+        "agreement then counts near misses as partly right.",
+    )
+    advanced = JSONObjectField(
+        label="Advanced settings (JSON)",
+        required=False,
+        help_text='A JSON object merged over the fields above, e.g. {"quality": {...}}: this '
+        "question's own quality thresholds (minimum evidence, flag rules; see the README).",
+    )
+
+    def __init__(self, *args: Any, kind: QuestionKind, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not kind.has_labels:
+            del self.fields["ordered"]
+
+
+class LabelForm(ServiceFormMixin, forms.ModelForm):
+    """One row of a label scale; the model's checks (shortcut, coordinates) run on it."""
+
+    class Meta:
+        model = Label
+        fields = LABEL_FIELDS
+        widgets = {
+            "key": forms.TextInput(attrs={"size": 12, "autocapitalize": "none"}),
+            "name": forms.TextInput(attrs={"size": 16}),
+            "shortcut": forms.TextInput(attrs={"size": 2, "maxlength": 1}),
+            "valence": forms.NumberInput(attrs={"step": "any"}),
+            "arousal": forms.NumberInput(attrs={"step": "any"}),
+        }
+        help_texts = {
+            "key": "Identifier in exports: letters, digits, - and _.",
+            "name": "What annotators read; the key if empty.",
+            "shortcut": "One key that picks the label; "
+            + " and ".join(sorted(RESERVED_SHORTCUTS))
+            + " are kept for skip and undo.",
+            "valence": "Optional coordinates of the label in the valence-arousal plane, on one "
+            "scale for all labels (e.g. -1 to 1, or 1 to 5): both or neither. Agreement then "
+            "counts near emotions as partly right.",
+        }
+        error_messages = {
+            "key": {"invalid": "Use only letters, digits, - and _."},
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["name"].required = False
+
+
+LabelRows = forms.formset_factory(LabelForm, extra=0)
+
+
+def label_rows_posted(data: QueryDict, *, prefix: str = "labels") -> list[dict[str, str]]:
+    """The label rows as typed (text), from posted data, in order."""
+    try:
+        total = min(int(data.get(f"{prefix}-TOTAL_FORMS", 0)), LabelRows.absolute_max)
+    except ValueError:
+        total = 0
+    return [
+        {name: data.get(f"{prefix}-{i}-{name}", "") for name in LABEL_FIELDS} for i in range(total)
+    ]
+
+
+def rows_changed(rows: list[dict[str, str]], action: str) -> list[dict[str, str]]:
+    """The rows after an editor button: ``add``, ``remove-<i>``, ``up-<i>``, ``down-<i>``."""
+    rows = list(rows)
+    verb, _, index = action.partition("-")
+    if verb == "add":
+        return [*rows, dict.fromkeys(LABEL_FIELDS, "")]
+    i = int(index) if index.isdigit() else -1
+    if not 0 <= i < len(rows):
+        return rows
+    if verb == "remove":
+        del rows[i]
+    elif verb in ("up", "down"):
+        j = i - 1 if verb == "up" else i + 1
+        if 0 <= j < len(rows):
+            rows[i], rows[j] = rows[j], rows[i]
+    return rows
+
+
+F = TypeVar("F", bound=forms.BaseForm)
+
+
+def _typed(form_class: type[F], data: QueryDict | None, bind: QueryDict | None, **kwargs: Any) -> F:
+    """``form_class`` bound to ``bind``; or, when only ``data`` is given, unbound showing the
+    values typed in ``data`` (the page redrawn after a row button, without error messages)."""
+    if bind is not None or data is None:
+        return form_class(bind, **kwargs)
+    typed = form_class(data, **kwargs)
+    kwargs["initial"] = {name: typed[name].value() for name in typed.fields}
+    return form_class(**kwargs)
+
+
+class QuestionEditor:
+    """The question page of one kind: the question's fields, its label rows (kinds with a
+    scale), its settings form (:attr:`QuestionKind.settings_form`) and the advanced box.
+
+    ``is_valid`` also runs the kind's settings validator (the one the services run), so that
+    every settings error shows at its field at once; ``apply`` calls a service and puts its
+    errors on the field, row or setting they name.
+    """
+
+    def __init__(
+        self,
+        *,
+        kind: QuestionKind,
+        data: QueryDict | None = None,
+        question: Question | None = None,
+        initial: dict[str, Any] | None = None,
+        action: str = "save",
+    ) -> None:
+        self.kind, self.question = kind, question
+        self.label_errors: list[str] = []
+        settings = dict(question.settings) if question else {}
+        initial = dict(initial or {})
+        if question is not None:
+            initial |= {"key": question.key, "prompt": question.prompt}
+            initial["ordered"] = question.ordered
+        fields = set(kind.settings_form.base_fields) if kind.settings_form else set()
+        initial["advanced"] = {k: v for k, v in settings.items() if k not in fields}
+        rows: list[dict[str, Any]] | None = None
+        if data is not None and action not in ("save", "preview"):
+            # a row button: the page again as typed, one row more, less or moved, no errors
+            rows = rows_changed(label_rows_posted(data), action)
+        elif data is None and question is not None:
+            rows = list(question.labels.values(*LABEL_FIELDS))
+        elif data is None:
+            rows = [dict.fromkeys(LABEL_FIELDS, "") for _ in range(2)]
+        bind = data if rows is None else None
+        self.form = _typed(QuestionForm, data, bind, kind=kind, initial=initial)
+        self.labels = (
+            LabelRows(
+                bind,
+                prefix="labels",
+                initial=rows,
+                form_kwargs={"empty_permitted": True, "use_required_attribute": False},
+            )
+            if kind.has_labels
+            else None
+        )
+        self.settings = (
+            _typed(
+                kind.settings_form, data, bind, prefix="settings", initial=own_settings(settings)
+            )
+            if kind.settings_form
+            else None
+        )
+
+    def label_rows(self) -> list[tuple[forms.Form, int]]:
+        """Each label row with the number of answers its label has (saved questions)."""
+        assert self.labels is not None
+        used = label_answer_counts(question=self.question) if self.question else {}
+        return [(row, used.get(row["key"].value() or "", 0)) for row in self.labels.forms]
+
+    def preview_html(self, request: HttpRequest) -> str:
+        """The preview drawn by the kind's template (:attr:`QuestionKind.preview_template`),
+        or "" when the kind has none."""
+        if not self.kind.preview_template:
+            return ""
+        return render_to_string(self.kind.preview_template, self.preview(), request)
+
+    @property
+    def parts(self) -> list[Any]:
+        return [part for part in (self.form, self.labels, self.settings) if part is not None]
+
+    @property
+    def http_status(self) -> int:
+        """422 for a submitted page with errors, else 200."""
+        return 422 if self.form.is_bound and self.has_errors else 200
+
+    @property
+    def has_errors(self) -> bool:
+        return bool(
+            self.label_errors or any(not part.is_valid() for part in self.parts if part.is_bound)
+        )
+
+    def is_valid(self) -> bool:
+        """Every part valid, and the settings accepted by the kind's validator (run even when
+        the key or prompt is wrong, so that every error shows at once)."""
+        for part in self.parts:
+            part.is_valid()
+        if not (self.settings and self.settings.errors) and "advanced" not in self.form.errors:
             try:
-                label = _parse_label_line(line, number=number)
+                clean_question_settings(self.kind.key, self.settings_data())
             except ValidationError as exc:
-                errors.append(exc)
-                continue
-            labels.append(label)
-            for column in ("key", "shortcut"):
-                seen = (column, label[column].lower())
-                if label[column] and seen in first_line:
-                    errors.append(
-                        ValidationError(
-                            f"Line {number}: the {column} {label[column]!r} is already used on "
-                            f"line {first_line[seen]}."
-                        )
-                    )
-                first_line.setdefault(seen, number)
-        if errors:
-            raise ValidationError(errors)
-        return labels
+                self.add_service_error(exc)
+        return not self.has_errors
+
+    def settings_data(self) -> dict[str, Any]:
+        """The settings as typed: the settings form's fields, then the advanced box."""
+        typed = dict(self.settings.cleaned_data) if self.settings else {}
+        return typed | self.form.cleaned_data.get("advanced", {})
+
+    def label_data(self) -> list[dict[str, Any]]:
+        """The non-empty label rows, in scale order, as the services take them."""
+        assert self.labels is not None
+        return [
+            {name: form.cleaned_data.get(name) for name in LABEL_FIELDS}
+            for form in self.filled_rows()
+        ]
+
+    def filled_rows(self) -> list[forms.Form]:
+        assert self.labels is not None
+        return [form for form in self.labels.forms if form.has_changed()]
+
+    def cleaned_data(self) -> dict[str, Any]:
+        """The keyword arguments of ``question_create`` / ``question_update``."""
+        data = {name: self.form.cleaned_data[name] for name in ("key", "prompt")}
+        data["settings"] = self.settings_data()
+        if self.labels is not None:
+            data["ordered"] = self.form.cleaned_data["ordered"]
+            data["labels"] = self.label_data()
+        return data
+
+    def apply(self, service: Callable[..., T], /, **kwargs: Any) -> T | None:
+        """Call a service with the cleaned data; on ``ValidationError`` show it and return
+        ``None``."""
+        try:
+            return service(**kwargs, **self.cleaned_data())
+        except ValidationError as exc:
+            self.add_service_error(exc)
+            return None
+
+    def add_service_error(self, error: ValidationError) -> None:
+        """Put each message where it belongs: a question field, a label row (``labels[i]``),
+        the label rows (``labels``), a setting's field, else the advanced box."""
+        if not hasattr(error, "error_dict"):
+            self.form.add_error(None, error)
+            return
+        rows = self.filled_rows() if self.labels is not None else []
+        for key, messages in error.message_dict.items():
+            name, _, index = key.partition("[")
+            if name == "labels" and index and int(index.rstrip("]")) < len(rows):
+                for message in messages:
+                    rows[int(index.rstrip("]"))].add_error(None, message)
+            elif name == "labels":
+                self.label_errors += messages
+            elif key in self.form.fields and key != "advanced":
+                self.form.add_error(key, messages)
+            elif self.settings is not None and key in self.settings.fields:
+                self.settings.add_error(key, messages)
+            elif key in ("settings", QUALITY, "advanced"):
+                self.form.add_error("advanced", messages)
+            else:
+                self.form.add_error(None, messages)
+
+    def preview(self) -> dict[str, Any]:
+        """The preview's context: an unsaved question as typed so far (settings that do not
+        pass yet replaced by their defaults) and its labels."""
+        kind = self.kind
+        raw: dict[str, Any] = {}
+        if self.settings is not None:
+            if self.settings.is_bound:
+                self.settings.is_valid()
+                raw = dict(getattr(self.settings, "cleaned_data", {}))
+            else:
+                raw = {
+                    name: self.settings.get_initial_for_field(field, name)
+                    for name, field in self.settings.fields.items()
+                }
+        try:
+            settings = kind.clean_settings(raw)
+        except ValidationError as exc:
+            bad = set(getattr(exc, "error_dict", {}))
+            try:
+                settings = kind.clean_settings({k: v for k, v in raw.items() if k not in bad})
+            except ValidationError:
+                settings = kind.clean_settings({})
+        prompt = self.form.data.get("prompt") if self.form.is_bound else None
+        question = Question(
+            kind=kind.key,
+            prompt=prompt or self.form.initial.get("prompt") or "Your question",
+            settings=settings,
+        )
+        labels = []
+        if self.labels is not None:
+            rows = (
+                label_rows_posted(self.labels.data)
+                if self.labels.is_bound
+                else self.labels.initial or []
+            )
+            labels = [
+                Label(key=row["key"], name=row["name"] or row["key"], shortcut=row["shortcut"])
+                for row in rows
+                if row.get("key")
+            ]
+        return {"question": question} | kind.preview_context(question=question, labels=labels)

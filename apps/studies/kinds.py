@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from django import forms
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.core.signals import setting_changed
@@ -81,6 +82,20 @@ class QuestionKind:
     export_functions : mapping of str to callable
         The functions of ``apps/*/exporting.py`` that export this kind's answers, by name
         (referenced, not reimplemented: the export modules own the file formats).
+    has_labels : bool
+        Questions of the kind have a scale of labels (``Label`` rows, ``Question.ordered``):
+        the question editor shows its label rows and the "ordered" box.
+    settings_form : type of django.forms.Form or None
+        The form of the kind's settings in the question editor, one field per setting named
+        like it, with help texts built from the constants :meth:`clean_settings` checks
+        against; its ``cleaned_data`` goes to :meth:`clean_settings`. ``None``: the settings
+        are typed as JSON only (the editor's "advanced" box).
+    answer_settings : tuple of str
+        Settings that give the answers their meaning (a trace's scale): refused once the
+        question has answers (:meth:`answered`).
+    preview_template : str or None
+        Template of the editor's live preview, built from the answer controls the annotator's
+        page includes; its context is ``question`` (unsaved) and :meth:`preview_context`.
     item_card : str or None
         Template of the kind's card on a manager's item page (answers that are not queue
         revisions: judgements the item was in, traces); its context is :meth:`item_context`.
@@ -101,6 +116,10 @@ class QuestionKind:
     dashboard_page_cards: ClassVar[tuple[str, ...]] = ()
     annotators_note: ClassVar[str] = ""
     export_functions: ClassVar[Mapping[str, Callable[..., Any]]] = {}
+    has_labels: ClassVar[bool] = False
+    settings_form: ClassVar[type[forms.Form] | None] = None
+    answer_settings: ClassVar[tuple[str, ...]] = ()
+    preview_template: ClassVar[str | None] = None
     item_card: ClassVar[str | None] = None
 
     # ----------------------------------------------------------------- questions and answers
@@ -123,6 +142,16 @@ class QuestionKind:
         raise ValidationError(
             {"question": f"{question.get_kind_display()} questions are not answered this way."}
         )
+
+    def answered(self, question: Question) -> bool:
+        """Whether the question has answers (then its labels and :attr:`answer_settings`
+        keep their meaning). The default counts its ``Annotation`` rows."""
+        return question.annotations.exists()
+
+    def preview_context(self, *, question: Question, labels: list[Label]) -> dict[str, Any]:
+        """Context of :attr:`preview_template` for an unsaved ``question`` (settings complete)
+        and its ``labels`` (unsaved, in scale order)."""
+        return {}
 
     def progress(self, *, question: Question, annotator: Account) -> dict[str, int]:
         """The annotator's ``{"done": n, "total": n}`` on ``question``, as its page shows it
@@ -246,6 +275,15 @@ def queue_kinds() -> list[str]:
     return [key for key, kind in question_kinds().items() if kind.queue]
 
 
+QUALITY = "quality"  # the settings key of a question's quality overrides, any kind
+
+
+def own_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A question's settings without its quality overrides: what the kind's own validator
+    (:meth:`QuestionKind.clean_settings`) reads."""
+    return {key: value for key, value in (settings or {}).items() if key != QUALITY}
+
+
 def clean_question_settings(kind: str, raw: Any) -> dict[str, Any]:
     """Validate a question's settings for its kind; raise ``ValidationError``.
 
@@ -256,9 +294,8 @@ def clean_question_settings(kind: str, raw: Any) -> dict[str, Any]:
     spec = question_kind(kind)
     if raw is not None and not isinstance(raw, dict):
         raise ValidationError({"settings": "Settings must be an object."})
-    own = dict(raw or {})
-    quality = own.pop("quality", None)
-    cleaned = spec.clean_settings(own)
+    quality = (raw or {}).get(QUALITY)
+    cleaned = spec.clean_settings(own_settings(raw))
     if quality is not None:
-        cleaned["quality"] = clean_quality_override(quality, indicators=spec.indicators)
+        cleaned[QUALITY] = clean_quality_override(quality, indicators=spec.indicators)
     return cleaned

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import Permission
-from django.db.models import F, OuterRef, QuerySet, Subquery
+from django.db.models import Count, F, OuterRef, QuerySet, Subquery
 
-from apps.studies.models import Membership, Study
+from apps.studies.models import Membership, Question, Study
 from core.types import Visitor
 
 
@@ -68,3 +68,15 @@ def can_create_studies(*, user: Visitor) -> bool:
 def study_creation_permission() -> Permission:
     """The permission that lets its holders create studies (and so manage them)."""
     return Permission.objects.get(codename="manage_studies", content_type__app_label="studies")
+
+
+def label_answer_counts(*, question: Question) -> dict[str, int]:
+    """How many answer revisions use each label of ``question``, by label key (used ones)."""
+    from apps.annotations.models import Revision
+
+    used = (
+        Revision.objects.filter(label__question=question)
+        .values_list("label__key")
+        .annotate(n=Count("id"))
+    )
+    return dict(used)

@@ -8,8 +8,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from apps.studies.kinds import clean_question_settings
+from apps.studies.kinds import clean_question_settings, question_kind
 from apps.studies.models import Label, Membership, Question, Study
+from apps.studies.selectors import label_answer_counts
 from core.types import Account
 
 STUDY_FIELDS = ("name", "instructions", "overlap", "repeat_rate")
@@ -73,10 +74,11 @@ def study_set_status(*, study: Study, status: str) -> Study:
 
 
 def _labels_validate(labels: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Check a whole scale before anything is written: known fields, unique keys and shortcuts."""
+    """Check a whole scale before anything is written: known fields, unique keys and
+    shortcuts; every problem keyed ``labels[i]`` (the row it is on)."""
     cleaned: list[dict[str, Any]] = []
-    keys: set[str] = set()
-    shortcuts: set[str] = set()
+    errors: dict[str, list[str]] = {}
+    first: dict[tuple[str, str], int] = {}
     for position, data in enumerate(labels):
         unknown = set(data) - set(LABEL_FIELDS)
         if unknown:
@@ -84,29 +86,51 @@ def _labels_validate(labels: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         data = {"position": position, **data}
         for name in ("key", "name", "shortcut"):
             data[name] = data.get(name) or ""
-        if not data["key"] or data["key"] in keys:
-            raise ValidationError({"labels": f"Label {position + 1}: missing or repeated key."})
-        if data["shortcut"] and data["shortcut"] in shortcuts:
-            raise ValidationError(
-                {"labels": f"Label {position + 1}: shortcut {data['shortcut']!r} is taken."}
-            )
-        keys.add(data["key"])
-        shortcuts.add(data["shortcut"])
+        row = errors.setdefault(f"labels[{position}]", [])
+        if not data["key"]:
+            row.append("A label needs a key.")
+        for name in ("key", "shortcut"):
+            seen = (name, data[name].lower())
+            if data[name] and seen in first:
+                row.append(
+                    f"The {name} {data[name]!r} is already label {first[seen] + 1}'s; "
+                    f"each label needs its own."
+                )
+            first.setdefault(seen, position)
         data["name"] = data["name"] or data["key"]
         cleaned.append(data)
+    if errors := {key: messages for key, messages in errors.items() if messages}:
+        raise ValidationError(errors)
     return cleaned
 
 
 def _labels_write(*, question: Question, labels: Sequence[dict[str, Any]]) -> None:
-    """Create or update labels by key; labels not listed are removed only if never used."""
-    from apps.annotations.models import Revision
-
+    """Create or update labels by key. Answers keep their meaning: a label that answers use
+    cannot be removed, nor the labels of an answered ordered scale reordered."""
     cleaned = _labels_validate(labels)
     keys = [data["key"] for data in cleaned]
-    stale = question.labels.exclude(key__in=keys)
-    if Revision.objects.filter(label__in=stale).exists():
-        raise ValidationError({"labels": "A label that annotations use cannot be removed."})
-    stale.delete()
+    used = label_answer_counts(question=question)
+    removed = [
+        f"{label.name!r} ({label.key}) has {used[label.key]} answer"
+        f"{'s' if used[label.key] != 1 else ''}"
+        for label in question.labels.exclude(key__in=keys)
+        if label.key in used
+    ]
+    if removed:
+        raise ValidationError(
+            {"labels": [f"{text}: keep it (rename it if you wish)." for text in removed]}
+        )
+    if question.ordered and used:
+        before = [key for key in question.labels.values_list("key", flat=True) if key in keys]
+        if before != [key for key in keys if key in before]:
+            raise ValidationError(
+                {
+                    "labels": "The scale is ordered and answered: its labels must stay in the "
+                    f"order {', '.join(before)} (new ones may go anywhere), or the answers "
+                    "would change meaning."
+                }
+            )
+    question.labels.exclude(key__in=keys).delete()
     question.labels.update(shortcut="")  # lets labels swap shortcuts inside this transaction
     existing = {label.key: label for label in question.labels.all()}
     for position, data in enumerate(cleaned):
@@ -146,7 +170,7 @@ def question_create(
     )
     question.full_clean()
     question.save()
-    if kind == Question.Kind.CATEGORICAL:
+    if question_kind(kind).has_labels:
         if len(labels) < 2:
             raise ValidationError({"labels": "A categorical question needs at least two labels."})
         _labels_write(question=question, labels=labels)
@@ -161,14 +185,27 @@ def question_update(
     unknown = set(fields) - set(QUESTION_FIELDS)
     if unknown:
         raise ValidationError(f"Unknown question fields: {', '.join(sorted(unknown))}")
-    if "kind" in fields and fields["kind"] != question.kind and question.annotations.exists():
+    kind = question_kind(question.kind)
+    answered = kind.answered(question)
+    if "kind" in fields and fields["kind"] != question.kind and answered:
         raise ValidationError({"kind": "The kind of an answered question cannot change."})
+    before = clean_question_settings(question.kind, question.settings)  # defaults filled in
     for name, value in fields.items():
         setattr(question, name, value)
     question.settings = clean_question_settings(question.kind, question.settings)
+    if answered:  # (then the kind is unchanged)
+        changed = [name for name in kind.answer_settings if before[name] != question.settings[name]]
+        if changed:
+            raise ValidationError(
+                {
+                    name: f"The answers were given with {name} = {before[name]!r}: it "
+                    "cannot change once the question has answers."
+                    for name in changed
+                }
+            )
     question.full_clean()
     question.save()
-    if labels is not None and question.kind == Question.Kind.CATEGORICAL:
+    if labels is not None and question_kind(question.kind).has_labels:
         if len(labels) < 2:
             raise ValidationError({"labels": "A categorical question needs at least two labels."})
         _labels_write(question=question, labels=labels)
@@ -201,3 +238,4 @@ def membership_add(
 
         assignments_fill(study=study)
     return membership
+

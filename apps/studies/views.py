@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
@@ -9,7 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.forms.models import model_to_dict
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -17,8 +19,8 @@ from apps.adjudication.forms import PredictedOverlapForm
 from apps.adjudication.selectors import disagreement_forecasts, with_predicted_disagreement
 from apps.annotations.selectors import item_coverage, study_progress
 from apps.studies.access import managed_study
-from apps.studies.forms import QuestionForm, StudyForm, StudyStatusForm, labels_to_text
-from apps.studies.kinds import question_kind, queue_kinds
+from apps.studies.forms import QuestionEditor, StudyForm, StudyStatusForm
+from apps.studies.kinds import kind_choices, question_kind, queue_kinds
 from apps.studies.models import Membership, Study
 from apps.studies.selectors import can_create_studies, studies_with_my_role
 from apps.studies.services import (
@@ -171,32 +173,87 @@ def study_edit(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(request, "studies/study_form.html", context, status=form.http_status)
 
 
+def _question_page(
+    request: HttpRequest,
+    *,
+    study: Study,
+    editor: QuestionEditor,
+    action: str,
+    save: Callable[..., Any],
+    saved: str,
+) -> HttpResponse:
+    """The question editor's page and its htmx fragments: a row button redraws the label rows
+    (the whole page without JavaScript), ``preview`` draws the preview, a save writes through
+    ``save`` (a service) and goes back to the study."""
+    context = {
+        "editor": editor,
+        "study": study,
+        "question": editor.question,
+        "kinds": kind_choices(),
+    }
+    context["preview"] = editor.preview_html(request)
+    if action == "preview":
+        return render(request, "studies/question_form.html#preview", context)
+    if action != "save":
+        if not request.htmx:
+            return render(request, "studies/question_form.html", context)
+        response = render(request, "studies/question_form.html#labels", context)
+        response["HX-Trigger"] = "labels-changed"  # the preview redraws itself
+        return response
+    if request.method == "POST" and editor.is_valid() and editor.apply(save):
+        messages.success(request, saved)
+        return redirect("studies:overview", study.pk)
+    fragment = "#editor" if request.htmx and request.method == "GET" else ""
+    return render(
+        request, f"studies/question_form.html{fragment}", context, status=editor.http_status
+    )
+
+
+def _action(request: HttpRequest) -> str:
+    """What a POST to the editor asks: ``save`` (the default), ``preview`` or a row button."""
+    return request.POST.get("editor", "save") if request.method == "POST" else "save"
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def question_new(request: HttpRequest, study_id: int) -> HttpResponse:
-    """Add a question: categorical with its labels, or continuous / pairwise with settings."""
+    """Add a question of the kind chosen (``?kind=``, first registered kind by default): its
+    fields, label rows and settings as the kind declares them."""
     study = managed_study(request, study_id)
-    form = QuestionForm(posted(request))
-    if form.is_valid() and form.apply(question_create, study=study, **form.cleaned_data):
-        messages.success(request, "Question added.")
-        return redirect("studies:overview", study.pk)
-    context = {"form": form, "study": study}
-    return render(request, "studies/question_form.html", context, status=form.http_status)
+    chosen = request.POST.get("kind") or request.GET.get("kind") or kind_choices()[0][0]
+    try:
+        kind = question_kind(chosen)
+    except ValidationError:
+        raise Http404("Unknown question kind.") from None
+    typed = {name: request.GET[name] for name in ("key", "prompt") if name in request.GET}
+    action = _action(request)
+    editor = QuestionEditor(kind=kind, data=posted(request), initial=typed, action=action)
+    return _question_page(
+        request,
+        study=study,
+        editor=editor,
+        action=action,
+        save=partial(question_create, study=study, kind=kind.key),
+        saved="Question added.",
+    )
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def question_edit(request: HttpRequest, study_id: int, question_id: int) -> HttpResponse:
-    """Edit a question; labels are kept by key, so answers keep their meaning. The kind is
-    fixed once the question exists."""
+    """Edit a question; labels are kept by key, and a label with answers cannot be removed
+    (nor a setting its answers depend on changed), so answers keep their meaning. The kind
+    is fixed once the question exists."""
     study = managed_study(request, study_id)
     question = get_object_or_404(study.questions.prefetch_related("labels"), pk=question_id)
-    initial = model_to_dict(question, fields=QuestionForm.Meta.fields)
-    initial["labels"] = labels_to_text(question.labels.all())
-    form = QuestionForm(posted(request), initial=initial)
-    form.fields["kind"].disabled = True
-    if form.is_valid() and form.apply(question_update, question=question, **form.cleaned_data):
-        messages.success(request, "Question saved.")
-        return redirect("studies:overview", study.pk)
-    context = {"form": form, "study": study, "question": question}
-    return render(request, "studies/question_form.html", context, status=form.http_status)
+    kind = question_kind(question.kind)
+    action = _action(request)
+    editor = QuestionEditor(kind=kind, data=posted(request), question=question, action=action)
+    return _question_page(
+        request,
+        study=study,
+        editor=editor,
+        action=action,
+        save=partial(question_update, question=question),
+        saved="Question saved.",
+    )

@@ -135,7 +135,7 @@ def test_questions_create_with_labels_and_members_read_them(study_setup, client_
     ("data", "field"),
     [
         ({"key": "x", "prompt": "?", "labels": [{"key": "only"}]}, "labels"),
-        ({"key": "x", "prompt": "?", "labels": [{"key": "a"}, {"key": "a"}]}, "labels"),
+        ({"key": "x", "prompt": "?", "labels": [{"key": "a"}, {"key": "a"}]}, "labels[1]"),
         (
             {"key": "x", "prompt": "?", "labels": [{"key": "a", "valence": 1}, {"key": "b"}]},
             "labels[0]",
@@ -163,7 +163,9 @@ def test_repeated_shortcut_is_a_400(study_setup, client_for) -> None:
         format="json",
     )
     assert response.status_code == 400
-    assert "labels" in response.data
+    assert response.data["labels[1]"] == [
+        "The shortcut '1' is already label 1's; each label needs its own."
+    ]
 
 
 @pytest.mark.parametrize("shortcut", ["s", "u", "S", "U"])

@@ -354,10 +354,10 @@ def test_settings_are_validated_and_completed():
         clean_trace_settings(
             {"scale_min": 1, "scale_max": 0, "orientation": "diagonal", "colour": "red"}
         )
-    text = " ".join(caught.value.message_dict["settings"])
-    assert "unknown setting 'colour'" in text
-    assert "scale_max must be above scale_min" in text
-    assert "orientation" in text
+    errors = caught.value.message_dict
+    assert errors["settings"] == ["unknown setting 'colour'"]
+    assert errors["scale_max"] == ["scale_max must be above scale_min"]
+    assert "orientation" in errors
     with pytest.raises(ValidationError, match="analysis_rate_hz"):
         clean_trace_settings({"analysis_rate_hz": 30})
 

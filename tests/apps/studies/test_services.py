@@ -29,7 +29,7 @@ def test_labels_can_swap_shortcuts(question):
 
 def test_repeated_shortcut_is_refused_and_nothing_changes(question):
     clash = [dict(label, shortcut="1") for label in SENTIMENT_LABELS]
-    with pytest.raises(ValidationError, match="shortcut '1' is taken"):
+    with pytest.raises(ValidationError, match="shortcut '1' is already label 1's"):
         question_update(question=question, labels=clash)
     assert sorted(question.labels.values_list("shortcut", flat=True)) == ["1", "2", "3"]
 

@@ -6,7 +6,7 @@ import pytest
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from apps.studies.models import Label, Membership, Question, Study
+from apps.studies.models import Membership, Study
 from tests.factories import PASSWORD, ItemFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -205,82 +205,6 @@ def test_edit_study(client, study_setup, manager):
 
 # ---------- Questions ----------
 
-LABELS_TEXT = (
-    "sad | Sad | 1 | -0.8 | -0.2\nneutral | Neutral | 2\n\nhappy | Happy | 3 | 0.8 | 0.5\n"
-)
-
-
-def test_add_question_with_labels_typed_one_per_line(client, manager):
-    study = StudyFactory(created_by=manager)
-    client.force_login(manager)
-    data = {"key": "emotion", "prompt": "Which emotion?", "ordered": "on", "labels": LABELS_TEXT}
-    response = client.post(reverse("studies:question_create", args=[study.pk]), data)
-    assert response.status_code == 302
-    question = Question.objects.get(study=study)
-    assert question.ordered
-    assert [(lab.key, lab.name, lab.shortcut) for lab in question.labels.all()] == [
-        ("sad", "Sad", "1"),
-        ("neutral", "Neutral", "2"),
-        ("happy", "Happy", "3"),
-    ]
-    assert question.labels.get(key="happy").arousal == 0.5
-
-
-def test_label_lines_report_their_line_numbers(client, manager):
-    study = StudyFactory(created_by=manager)
-    client.force_login(manager)
-    labels = "ok | Ok | 1\nbad key | Bad\nx | X | s\ny | Y | 4 | high"
-    data = {"key": "q", "prompt": "?", "labels": labels}
-    response = client.post(reverse("studies:question_create", args=[study.pk]), data)
-    html = response.content.decode()
-    assert response.status_code == 422
-    assert "Line 2: the key" in html
-    assert "Line 3: &#x27;s&#x27; is kept for skip" in html
-    assert "Line 4: valence must be a number" in html
-    assert 'id="id_labels_error"' in html
-    assert not study.questions.exists()
-
-
-def test_service_errors_are_shown_on_the_form(client, manager):
-    study = StudyFactory(created_by=manager)
-    client.force_login(manager)
-    data = {"key": "q", "prompt": "?", "labels": "a | A | 1 | 0.5"}
-    response = client.post(reverse("studies:question_create", args=[study.pk]), data)
-    assert "at least two labels" in response.content.decode()
-    data["labels"] = "a | A | 1 | 0.5\nb | B | 2"
-    response = client.post(reverse("studies:question_create", args=[study.pk]), data)
-    assert response.status_code == 422
-    assert "Label 1: Give both valence and arousal, or neither." in response.content.decode()
-    assert not study.questions.exists()
-
-
-def test_repeated_keys_and_shortcuts_name_both_lines(client, manager):
-    study = StudyFactory(created_by=manager)
-    client.force_login(manager)
-    data = {"key": "q", "prompt": "?", "labels": "a | A | 1\nb | B | 1\na | C"}
-    response = client.post(reverse("studies:question_create", args=[study.pk]), data)
-    html = response.content.decode()
-    assert response.status_code == 422
-    assert "Line 2: the shortcut &#x27;1&#x27; is already used on line 1." in html
-    assert "Line 3: the key &#x27;a&#x27; is already used on line 1." in html
-
-
-def test_edit_question_keeps_labels_by_key(client, study_setup, manager):
-    study, _ = study_setup
-    question = study.questions.get()
-    label_ids = set(question.labels.values_list("id", flat=True))
-    client.force_login(manager)
-    url = reverse("studies:question_edit", args=[study.pk, question.pk])
-    page = client.get(url).content.decode()
-    assert "negative | Negative | 1 | -1 | 0" in page
-    labels = (
-        "negative | Bad | 1 | -1 | 0\nneutral | Neutral | 2 | 0 | 0\npositive | Good | 3 | 1 | 0"
-    )
-    data = {"key": "sentiment", "prompt": "Tone?", "ordered": "on", "labels": labels}
-    assert client.post(url, data).status_code == 302
-    assert set(question.labels.values_list("id", flat=True)) == label_ids
-    assert Label.objects.get(question=question, key="positive").name == "Good"
-
 
 def test_other_managers_cannot_edit_questions(client, study_setup, outsider):
     study, _ = study_setup
@@ -306,51 +230,3 @@ def test_server_error_page_renders_without_a_request():
     html = render_to_string("500.html")
     assert "Something went wrong" in html
     assert "studio.css" in html
-
-
-def test_add_pairwise_and_continuous_questions_with_settings(client, manager):
-    study = StudyFactory(created_by=manager)
-    client.force_login(manager)
-    url = reverse("studies:question_create", args=[study.pk])
-    data = {"key": "fluency", "prompt": "Which reads better?", "kind": "pairwise"}
-    assert client.post(url, {**data, "settings": '{"strict": true}'}).status_code == 302
-    pairwise = study.questions.get(key="fluency")
-    assert pairwise.settings["strict"] is True
-    assert pairwise.settings["calibration_triplets"] == 10  # defaults filled in
-    data = {"key": "arousal", "prompt": "How aroused?", "kind": "continuous", "settings": ""}
-    assert client.post(url, data).status_code == 302
-    assert study.questions.get(key="arousal").settings["recording_rate_hz"] == 10.0
-
-
-def test_bad_settings_and_misplaced_labels_are_refused_on_the_form(client, manager):
-    study = StudyFactory(created_by=manager)
-    client.force_login(manager)
-    url = reverse("studies:question_create", args=[study.pk])
-    data = {"key": "q", "prompt": "?", "kind": "pairwise", "settings": '{"strictly": 1}'}
-    response = client.post(url, data)
-    assert response.status_code == 422
-    assert "Unknown pairwise settings: strictly" in response.content.decode()
-    data = {"key": "q", "prompt": "?", "kind": "continuous", "labels": "a | A\nb | B"}
-    assert "Only categorical questions have labels" in client.post(url, data).content.decode()
-    data = {"key": "q", "prompt": "?", "labels": "a | A\nb | B", "settings": '{"x": 1}'}
-    assert "take no settings" in client.post(url, data).content.decode()
-    assert not study.questions.exists()
-
-
-def test_editing_keeps_the_kind_and_updates_settings(client, manager):
-    study = StudyFactory(created_by=manager)
-    client.force_login(manager)
-    create = reverse("studies:question_create", args=[study.pk])
-    client.post(create, {"key": "fluency", "prompt": "?", "kind": "pairwise"})
-    question = study.questions.get()
-    url = reverse("studies:question_edit", args=[study.pk, question.pk])
-    data = {
-        "key": "fluency",
-        "prompt": "Better?",
-        "kind": "categorical",
-        "settings": '{"audit_rate": 0.2}',
-    }
-    assert client.post(url, data).status_code == 302
-    question.refresh_from_db()
-    assert question.kind == "pairwise"
-    assert question.settings["audit_rate"] == 0.2
