@@ -272,10 +272,6 @@ MEDIA_X_SENDFILE = _env_bool("MEDIA_X_SENDFILE")
 UPLOAD_MAX_MEDIA_BYTES = int(os.environ.get("UPLOAD_MAX_MEDIA_BYTES", 50 * 1024 * 1024))
 UPLOAD_MAX_IMPORT_BYTES = int(os.environ.get("UPLOAD_MAX_IMPORT_BYTES", 50 * 1024 * 1024))
 UPLOAD_MAX_MODEL_RUN_BYTES = int(os.environ.get("UPLOAD_MAX_MODEL_RUN_BYTES", 100 * 1024 * 1024))
-# Score tables of a pairwise question (count scores per annotator, pooled Bradley-Terry with
-# standard errors) hold items x items matrices: a question with more items gets none, and its
-# results page says so (the judgements still download, streamed).
-PAIRWISE_SCORES_MAX_ITEMS = int(os.environ.get("PAIRWISE_SCORES_MAX_ITEMS", 2000))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 

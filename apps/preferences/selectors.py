@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, cast
 
 import numpy as np
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
@@ -344,27 +343,38 @@ def annotator_reports(*, question: Question) -> list[AnnotatorReport]:
     return reports
 
 
+#: Per annotator, item id -> (count score, absolute scale) of the items they judged.
+AnnotatorScores = dict[int, tuple[float, float]]
+
+
 @dataclass(frozen=True)
 class ItemScore:
     """One item's row of the score table.
 
-    The per-annotator lists follow ``QuestionScores.annotators``; nan: not judged / not fitted.
+    ``annotator_scores`` (following ``QuestionScores.annotators``) is shared by every row, so
+    the table holds O(items + judgements), not items x annotators.
     """
 
     item: Item
     log_strength: float
     se: float
     rank: int | None
-    counts: list[float]
-    scales: list[float]
+    annotator_scores: Sequence[AnnotatorScores]
 
     @property
     def per_annotator(self) -> list[tuple[float, float] | None]:
         """``(count, scale)`` per annotator, None where the annotator never judged the item."""
-        return [
-            None if math.isnan(count) else (count, scale)
-            for count, scale in zip(self.counts, self.scales, strict=True)
-        ]
+        return [scores.get(self.item.pk) for scores in self.annotator_scores]
+
+    @property
+    def counts(self) -> list[float]:
+        """Count score per annotator, nan where not judged."""
+        return [math.nan if cell is None else cell[0] for cell in self.per_annotator]
+
+    @property
+    def scales(self) -> list[float]:
+        """Absolute scale per annotator, nan where not judged."""
+        return [math.nan if cell is None else cell[1] for cell in self.per_annotator]
 
 
 @dataclass(frozen=True)
@@ -376,7 +386,8 @@ class QuestionScores:
     maximum-likelihood strengths do not exist and ``BT_ALPHA`` shrinks them towards the mean.
     ``weights`` (following ``annotators``) is how much each annotator's judgements count in
     the pooled fit (:func:`~analytics.metrics.preferences.reliability_weight` of their
-    measured error rate).
+    measured error rate). ``se_exact`` is False when the standard errors are approximated
+    (more than 2,000 items; :func:`~analytics.metrics.preferences.bradley_terry`).
     """
 
     annotators: list[str]
@@ -384,6 +395,7 @@ class QuestionScores:
     alpha: float
     n_judgements: int
     weights: list[float]
+    se_exact: bool = True
 
     @property
     def regularised(self) -> bool:
@@ -395,45 +407,43 @@ class QuestionScores:
         return list(zip(self.annotators, self.weights, strict=True))
 
 
-class ScoresTooLargeError(ValueError):
-    """The question has more items than ``PAIRWISE_SCORES_MAX_ITEMS``: no score table."""
+def _count_scores_of(judged: Sequence[tuple[int, int, int]]) -> AnnotatorScores:
+    """One annotator's count scores and absolute scale over the items they judged.
 
-    def __init__(self, n_items: int, limit: int) -> None:
-        super().__init__(
-            f"Scores are computed for pairwise questions of up to {limit:,} items (the "
-            f"PAIRWISE_SCORES_MAX_ITEMS setting); this one has {n_items:,}. Download the "
-            "judgements instead."
-        )
-        self.n_items = n_items
-        self.limit = limit
+    The count function's closure costs O(k^3) in the k items judged (at most twice the
+    judgements, and the batch size when the question is batched), never the question's items.
+    """
+    if not judged:
+        return {}
+    judged_items = list(dict.fromkeys(item for a, b, _ in judged for item in (a, b)))
+    f = count_scores(judged, items=judged_items)
+    scale = absolute_scale(f)
+    return {
+        item: (float(count), float(s))
+        for item, count, s in zip(judged_items, f, scale, strict=True)
+    }
 
 
 def question_scores(*, question: Question) -> QuestionScores:
     """Amidei count scores (and their absolute scale) per annotator, Bradley-Terry pooled.
 
-    Both hold items x items matrices (the count function's closure, Bradley-Terry's
-    information matrix), so a question whose annotators rank more than
-    ``PAIRWISE_SCORES_MAX_ITEMS`` items in all raises :class:`ScoresTooLargeError` before any
-    judgement is read: the request's cost stays bounded.
+    Memory O(items + judgements): Bradley-Terry is fitted sparse over the compared pairs, each
+    annotator's count scores cover only the items they judged.
     """
     sessions = _sessions(question)
-    item_ids = sorted({item for s in sessions for item in s.items})
-    if len(item_ids) > settings.PAIRWISE_SCORES_MAX_ITEMS:
-        raise ScoresTooLargeError(len(item_ids), settings.PAIRWISE_SCORES_MAX_ITEMS)
+    item_ids = {item for s in sessions for item in s.items}
     judgements = _judgements_by_annotator(question_id=question.pk)
     by_annotator: dict[Hashable, list[tuple[int, int, int]]] = {
         session.annotator_id: [j.as_tuple() for j in judgements.get(session.annotator_id, [])]
         for session in sessions
     }
-    items = list(Item.objects.filter(pk__in=item_ids).order_by("position", "id"))
+    items = [
+        item
+        for item in Item.objects.filter(study_id=question.study_id).order_by("position", "id")
+        if item.pk in item_ids
+    ]
     order = [item.pk for item in items]
-    nan = np.full(len(order), np.nan)
-    counts, scales = [], []
-    for session in sessions:
-        judged = by_annotator[session.annotator_id]
-        f = count_scores(judged, items=order) if judged else nan
-        counts.append(f)
-        scales.append(absolute_scale(f) if np.count_nonzero(~np.isnan(f)) >= 2 else nan)
+    annotator_scores = [_count_scores_of(by_annotator[s.annotator_id]) for s in sessions]
     n_judgements = sum(len(j) for j in by_annotator.values())
     weights: dict[Hashable, float] = {
         session.annotator_id: reliability_weight(
@@ -443,34 +453,36 @@ def question_scores(*, question: Question) -> QuestionScores:
         )
         for session in sessions
     }
-    theta, se, alpha = nan, nan, 0.0
+    nan = np.full(len(order), np.nan)
+    theta, se, alpha, se_exact = nan, nan, 0.0, True
     if any(weights[a] > 0 and judged for a, judged in by_annotator.items()):
         try:
             fit = bradley_terry(by_annotator, items=order, weights=weights)
         except ValueError:  # not strongly connected: the MLE does not exist
             alpha = BT_ALPHA
             fit = bradley_terry(by_annotator, items=order, alpha=alpha, weights=weights)
-        theta, se = fit.log_strengths, fit.se
+        theta, se, se_exact = fit.log_strengths, fit.se, fit.se_exact
     ranked = np.argsort(-np.nan_to_num(theta, nan=-np.inf), kind="stable")
-    rank = {int(k): place for place, k in enumerate(ranked, start=1) if not np.isnan(theta[k])}
+    fitted = ranked[~np.isnan(theta[ranked])]
+    rank = np.zeros(len(order), dtype=np.int64)
+    rank[fitted] = np.arange(1, fitted.size + 1)
     rows = [
         ItemScore(
-            item=item,
+            item=items[k],
             log_strength=float(theta[k]),
             se=float(se[k]),
-            rank=rank.get(k),
-            counts=[float(f[k]) for f in counts],
-            scales=[float(s[k]) for s in scales],
+            rank=int(rank[k]) or None,
+            annotator_scores=annotator_scores,
         )
-        for k, item in enumerate(items)
+        for k in np.concatenate([fitted, ranked[np.isnan(theta[ranked])]]).tolist()
     ]
-    rows.sort(key=lambda row: (row.rank is None, row.rank or 0))
     return QuestionScores(
         annotators=[s.annotator.get_username() for s in sessions],
         rows=rows,
         alpha=alpha,
         n_judgements=n_judgements,
         weights=[weights[s.annotator_id] for s in sessions],
+        se_exact=se_exact,
     )
 
 

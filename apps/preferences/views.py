@@ -16,7 +16,6 @@ from apps.preferences.exporting import JUDGEMENT_SCHEMA, judgement_rows, score_r
 from apps.preferences.forms import JudgementForm, UndoForm
 from apps.preferences.models import clean_pairwise_settings
 from apps.preferences.selectors import (
-    ScoresTooLargeError,
     annotator_reports,
     pairwise_questions,
     question_scores,
@@ -122,6 +121,10 @@ def _compare_page(
     return render(request, template, context, status=failed.http_status if failed else 200)
 
 
+#: The results page lists the best this many items; the downloads hold every item.
+SCORE_TABLE_ROWS = 500
+
+
 @login_required
 @require_GET
 def results(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse:
@@ -133,10 +136,7 @@ def results(request: HttpRequest, study_id: int, question_key: str) -> HttpRespo
     except ValidationError as exc:
         settings, settings_error = None, " ".join(exc.messages)
     reports = annotator_reports(question=question)
-    try:
-        scores, scores_error = question_scores(question=question), ""
-    except ScoresTooLargeError as exc:
-        scores, scores_error = None, str(exc)
+    scores = question_scores(question=question)
     context = {
         "study": study,
         "question": question,
@@ -145,7 +145,7 @@ def results(request: HttpRequest, study_id: int, question_key: str) -> HttpRespo
         "reports": reports,
         "flagged": [report for report in reports if report.flagged],
         "scores": scores,
-        "scores_error": scores_error,
+        "score_rows": scores.rows[:SCORE_TABLE_ROWS],
     }
     return render(request, "preferences/results.html", context)
 
@@ -156,15 +156,11 @@ def scores_export(
     request: HttpRequest, study_id: int, question_key: str, fmt: str = "csv"
 ) -> HttpResponse | StreamingHttpResponse:
     """Download the score table (Bradley-Terry and count scores per annotator) as ``fmt`` (CSV,
-    JSON Lines or Parquet); 409 with the reason for a question over
-    ``PAIRWISE_SCORES_MAX_ITEMS`` items. ``?annotators=pseudonyms`` names annotators by
+    JSON Lines or Parquet), every item. ``?annotators=pseudonyms`` names annotators by
     per-study pseudonyms."""
     study = managed_study(request, study_id)
     question = _question(study, question_key)
-    try:
-        scores = question_scores(question=question)
-    except ScoresTooLargeError as exc:
-        return HttpResponse(str(exc), status=409, content_type="text/plain; charset=utf-8")
+    scores = question_scores(question=question)
     name = annotator_names(study_id=study.pk, identity=_identity(request))
     return formats.download(
         formats.encode(

@@ -15,7 +15,6 @@ from drf_spectacular.utils import (
 )
 from rest_framework import mixins, status
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException
 from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -33,7 +32,6 @@ from apps.preferences.api.serializers import (
 )
 from apps.preferences.models import Judgement
 from apps.preferences.selectors import (
-    ScoresTooLargeError,
     annotator_reports,
     judgements_visible_to,
     pairwise_questions,
@@ -54,11 +52,6 @@ JUDGEMENT_FILTERS = {"study": "question__study_id", "question": "question_id"}
 
 def _finite(value: float) -> float | None:
     return None if math.isnan(value) else value
-
-
-class ScoresUnavailable(APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_code = "scores_too_large"
 
 
 @extend_schema(parameters=[STUDY_PK, QUESTION_KEY])
@@ -126,26 +119,16 @@ class StudyPairViewSet(InStudyMixin, GenericViewSet):
         )
         return Response(JudgementSerializer(judgement).data)
 
-    @extend_schema(
-        responses={
-            200: ScoresSerializer,
-            409: OpenApiResponse(
-                description="The question has more items than PAIRWISE_SCORES_MAX_ITEMS."
-            ),
-        }
-    )
+    @extend_schema(responses={200: ScoresSerializer})
     @action(detail=True, methods=["get"], permission_classes=[IsAuthenticated, IsStudyManager])
     def scores(self, request: Request, study_pk: str, question_key: str) -> Response:
         """Bradley-Terry strengths (pooled), count scores and consistency per annotator.
 
-        Managers only. A question over ``PAIRWISE_SCORES_MAX_ITEMS`` items (2,000 by default)
-        answers 409: its score table would need items x items matrices.
+        Managers only. Every item, best first; ``bt_se_exact`` is false when the standard
+        errors are approximated (over 2,000 items).
         """
         question = self._question()
-        try:
-            scores = question_scores(question=question)
-        except ScoresTooLargeError as exc:
-            raise ScoresUnavailable(str(exc)) from exc
+        scores = question_scores(question=question)
         items = [
             {
                 "item": row.item,
@@ -161,6 +144,7 @@ class StudyPairViewSet(InStudyMixin, GenericViewSet):
         ]
         data = {
             "bt_alpha": scores.alpha,
+            "bt_se_exact": scores.se_exact,
             "n_judgements": scores.n_judgements,
             "weights": dict(scores.annotator_weights),
             "items": items,

@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 
 from apps.items.models import Item
+from apps.preferences import views
 from apps.preferences.models import Judgement
 from apps.preferences.services import pair_next
 from tests.apps.preferences.conftest import answer_all, by_level, cycle_maker, make_pairwise_study
@@ -172,28 +173,26 @@ def test_home_offers_the_comparison_page_not_the_item_queue(client, pairwise):
     assert reverse("annotations:queue", args=[pairwise.study.pk]) not in html
 
 
-def test_score_tables_are_bounded_by_the_question_size(client, api_client, pairwise, settings):
-    # count scores and Bradley-Terry hold items x items matrices: past the limit the page says
-    # why, the CSV and the API answer 409, and nothing of that size is built
+def test_the_results_page_lists_the_best_items_and_the_downloads_every_item(
+    client, api_client, pairwise, monkeypatch
+):
+    # no items x items matrix is built any more, so no question is too large for scores; the
+    # page shows the best SCORE_TABLE_ROWS rows, the CSV and the API every item
     levels = {item.pk: k for k, item in enumerate(pairwise.items)}
     answer_all(pairwise.question, pairwise.annotators[0], by_level(levels))
-    settings.PAIRWISE_SCORES_MAX_ITEMS = 4
+    monkeypatch.setattr(views, "SCORE_TABLE_ROWS", 3)
     client.force_login(pairwise.manager)
     html = client.get(results_url(pairwise)).content.decode()
-    assert "up to 4 items" in html
-    assert "this one has 5" in html
-    assert "Scores (CSV)" not in html
+    assert "The best 3 of 5 items" in html
+    assert html.split('id="scores-heading"')[1].count('<th scope="row">') == 3
     response = client.get(results_url(pairwise, "scores_csv"))
-    assert response.status_code == 409
-    assert "Download the judgements instead" in response.content.decode()
-    assert client.get(results_url(pairwise, "judgements_csv")).status_code == 200
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert len(rows) == 5
     api_client.force_authenticate(pairwise.manager)
     url = f"/api/studies/{pairwise.study.pk}/pairs/{pairwise.question.key}/scores/"
-    response = api_client.get(url)
-    assert response.status_code == 409
-    assert "PAIRWISE_SCORES_MAX_ITEMS" in response.json()["detail"]
-    settings.PAIRWISE_SCORES_MAX_ITEMS = 5
-    assert api_client.get(url).status_code == 200
+    data = api_client.get(url).json()
+    assert len(data["items"]) == 5
+    assert data["bt_se_exact"] is True
 
 
 def test_results_show_the_share_of_a_answers_and_a_left_bias(client, db):
