@@ -13,8 +13,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from analytics.metrics.aad import aad_rmse_per_item
 from analytics.metrics.dawid_skene import dawid_skene
+from analytics.metrics.traces import kappa_sda_matrix
 
-__all__ = ["ItemAggregates", "aggregate_items", "majority_votes"]
+__all__ = [
+    "ItemAggregates",
+    "aggregate_items",
+    "kappa_sda_spread",
+    "majority_votes",
+    "posterior_entropy",
+]
 
 
 @dataclass(frozen=True)
@@ -149,3 +156,55 @@ def aggregate_items(
     return ItemAggregates(
         votes, n_answers, majority, tied, posteriors, ds_label, competence, disagreement
     )
+
+
+def posterior_entropy(posteriors: ArrayLike) -> NDArray[np.float64]:
+    r"""Entropy in bits of each item's Dawid-Skene posterior: 0 when one label is certain,
+    :math:`\log_2 V` when all ``V`` are equally likely; nan for unanswered items.
+
+    .. math:: H_i = -\sum_v p_{iv} \log_2 p_{iv}
+
+    Parameters
+    ----------
+    posteriors : array_like, shape (N, V)
+
+    Examples
+    --------
+    >>> posterior_entropy([[1.0, 0.0], [0.5, 0.5], [float("nan")] * 2]).tolist()
+    [0.0, 1.0, nan]
+    """
+    p = np.asarray(posteriors, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, -p * np.log2(p), 0.0)
+    return np.where(np.isnan(p).any(axis=1), np.nan, terms.sum(axis=1) + 0.0)
+
+
+def kappa_sda_spread(traces: ArrayLike, *, tol: float = 0.0) -> float:
+    r"""How far one item's traces move apart: one minus the mean pairwise kappa_SDA.
+
+    0 when every pair of traces rises and falls together, 1 when they agree only by chance,
+    up to 2 when they move opposite ways; nan below two traces.
+
+    .. math:: S = 1 - \frac{2}{n(n-1)} \sum_{k<l} \kappa_{SDA}(x_k, x_l)
+
+    Parameters
+    ----------
+    traces : array_like, shape (n, T)
+        The item's traces at one rate (cut to the shortest).
+    tol : float
+        Changes up to ``tol`` count as no change (the question's SDA tolerance).
+
+    Examples
+    --------
+    >>> kappa_sda_spread([[0, 1, 2, 1], [0, 2, 3, 1]])
+    0.0
+    >>> kappa_sda_spread([[0, 1, 2, 1], [2, 1, 0, 1]])
+    1.8
+    """
+    matrix = np.asarray(traces, dtype=float)
+    n = matrix.shape[0]
+    if n < 2:
+        return float("nan")
+    kappa = kappa_sda_matrix(matrix, tol=tol)
+    pairs = kappa[np.triu_indices(n, k=1)]
+    return float(1.0 - np.nanmean(pairs)) if np.isfinite(pairs).any() else float("nan")

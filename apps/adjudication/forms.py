@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 
 from apps.adjudication.models import OverlapRule
+from apps.studies.models import Question
 from core.forms import ServiceFormMixin
 
 
@@ -28,12 +29,30 @@ class AdjudicationForm(ServiceFormMixin, forms.Form):
 
 
 class OverlapRuleForm(ServiceFormMixin, forms.ModelForm):
-    """Base k, k_max and the disagreement threshold of a question's adaptive overlap."""
+    """Base k, k_max, the disagreement measure and its threshold of a question's adaptive
+    overlap (the measures the question's kind allows)."""
 
     class Meta:
         model = OverlapRule
-        fields = ("base_k", "k_max", "threshold")
-        labels = {"base_k": "Base k", "k_max": "Maximum k", "threshold": "AAD-RMSE threshold"}
+        fields = ("base_k", "k_max", "measure", "threshold")
+        labels = {
+            "base_k": "Base k",
+            "k_max": "Maximum k",
+            "measure": "Disagreement measure",
+            "threshold": "Threshold",
+        }
+        widgets = {"threshold": forms.NumberInput({"step": "any"})}
+
+    def __init__(self, *args: Any, question: Question, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.instance.question = question  # the model's checks read its kind and labels
+        allowed = OverlapRule.MEASURES_OF_KIND.get(question.kind, ())
+        self.fields["measure"].choices = [(m.value, m.label) for m in allowed]
+        self.fields["measure"].required = False  # the kind's first measure when not sent
+
+    def clean_measure(self) -> str:
+        allowed = OverlapRule.MEASURES_OF_KIND.get(self.instance.question.kind, ())
+        return self.cleaned_data["measure"] or (allowed[0] if allowed else "")
 
 
 class PredictedOverlapForm(ServiceFormMixin, forms.Form):

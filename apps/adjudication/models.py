@@ -6,6 +6,7 @@ the latest counts, and the earlier ones stay as its history (who decided what, w
 
 from __future__ import annotations
 
+import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
@@ -65,26 +66,63 @@ class Adjudication(models.Model):
 
 
 class OverlapRule(models.Model):
-    """Adaptive overlap of one categorical question: after ``base_k`` counted answers, an item
-    whose disagreement (AAD-RMSE of the counted answers) exceeds ``threshold`` is queued for one
-    more annotator, up to ``k_max``. Excluded and flagged annotators' answers are not counted."""
+    """Adaptive overlap of one question: after ``base_k`` counted answers, an item whose
+    disagreement exceeds ``threshold`` is queued for one more annotator, up to ``k_max``.
+    Excluded and flagged annotators' answers are not counted.
+
+    ``measure`` is how an item's disagreement is read: the AAD-RMSE of its answers in the
+    label space or the entropy (bits) of its Dawid-Skene posterior, for categorical questions;
+    the spread of its traces' pairwise kappa_SDA (1 - their mean), for continuous ones.
+    """
+
+    class Measure(models.TextChoices):
+        AAD_RMSE = "aad_rmse", "AAD-RMSE of the answers"
+        DS_ENTROPY = "ds_entropy", "Entropy of the Dawid-Skene posterior (bits)"
+        KAPPA_SDA_SPREAD = "kappa_sda_spread", "Trace kappa_SDA spread (1 - mean pairwise)"
+
+    #: The measures each question kind may use.
+    MEASURES_OF_KIND = {
+        Question.Kind.CATEGORICAL: (Measure.AAD_RMSE, Measure.DS_ENTROPY),
+        Question.Kind.CONTINUOUS: (Measure.KAPPA_SDA_SPREAD,),
+    }
 
     question = models.OneToOneField(Question, on_delete=models.CASCADE, related_name="overlap_rule")
     base_k = models.PositiveSmallIntegerField(validators=[MinValueValidator(2)], default=2)
     k_max = models.PositiveSmallIntegerField(validators=[MinValueValidator(2)], default=5)
+    measure = models.CharField(max_length=20, choices=Measure.choices, default=Measure.AAD_RMSE)
     threshold = models.FloatField(
         validators=[MinValueValidator(0.0)],
         default=0.5,
-        help_text="AAD-RMSE above which an item gets one more annotator.",
+        help_text="Disagreement above which an item gets one more annotator.",
     )
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
-        return f"{self.question}: k {self.base_k}..{self.k_max}, AAD-RMSE > {self.threshold}"
+        return (
+            f"{self.question}: k {self.base_k}..{self.k_max}, "
+            f"{self.get_measure_display()} > {self.threshold}"
+        )
 
     def clean(self) -> None:
         if self.k_max < self.base_k:
             raise ValidationError({"k_max": "k_max cannot be below the base k."})
+        allowed = self.MEASURES_OF_KIND.get(self.question.kind, ())
+        if self.measure not in allowed:
+            names = ", ".join(str(m.label) for m in allowed) or "none"
+            raise ValidationError(
+                {"measure": f"A {self.question.kind} question's rule measures {names}."}
+            )
+        if self.measure == self.Measure.DS_ENTROPY:
+            most = float(np.log2(max(2, self.question.labels.count())))
+            if self.threshold >= most:
+                raise ValidationError(
+                    {
+                        "threshold": f"The entropy of {self.question.labels.count()} labels is "
+                        f"below {most:.3g} bits: pick a threshold under it."
+                    }
+                )
+        if self.measure == self.Measure.KAPPA_SDA_SPREAD and self.threshold >= 2:
+            raise ValidationError({"threshold": "A kappa_SDA spread lies between 0 and 2."})
 
 
 class DisagreementForecast(models.Model):

@@ -12,7 +12,12 @@ from numpy.typing import NDArray
 
 from analytics.models import Flag
 from analytics.selectors import excluded_annotator_ids, question_ratings
-from apps.adjudication.aggregation import ItemAggregates, aggregate_items
+from apps.adjudication.aggregation import (
+    ItemAggregates,
+    aggregate_items,
+    kappa_sda_spread,
+    posterior_entropy,
+)
 from apps.adjudication.models import (
     Adjudication,
     DisagreementForecast,
@@ -21,6 +26,8 @@ from apps.adjudication.models import (
 )
 from apps.annotations.models import Annotation
 from apps.categorical.indicators import label_scale
+from apps.continuous.config import trace_settings
+from apps.continuous.selectors import current_traces
 from apps.items.models import Item
 from apps.studies.models import Question, Study
 
@@ -165,8 +172,68 @@ def item_answers(*, question: Question, item: Item) -> QuerySet[Annotation]:
 
 
 def overlap_rule(*, question: Question) -> OverlapRule | None:
-    """The question's adaptive-overlap rule, if it has one."""
-    return OverlapRule.objects.filter(question=question).first()
+    """The question's adaptive-overlap rule, if it has one.
+
+    Read through the question: no query when it was loaded with
+    ``select_related("overlap_rule")`` (the queue's and the API's questions are), one otherwise.
+    """
+    try:
+        return question.overlap_rule
+    except OverlapRule.DoesNotExist:
+        return None
+
+
+def _trace_spreads(
+    question: Question, *, left_out: Collection[int], item_ids: Collection[int] | None
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """Per item with a counted current round-1 trace: the number of them and their
+    :func:`kappa_sda_spread` (at the question's SDA tolerance)."""
+    recordings = (
+        current_traces(question=question).filter(round=1).exclude(annotator_id__in=list(left_out))
+    )
+    if item_ids is not None:
+        recordings = recordings.filter(item_id__in=list(item_ids))
+    by_item: dict[int, list[NDArray[np.float64]]] = {}
+    for recording in recordings:
+        by_item.setdefault(recording.item_id, []).append(recording.trace())
+    tol = trace_settings(question).sda_tolerance
+    ids = np.array(sorted(by_item), dtype=np.int64)
+    n = np.array([len(by_item[i]) for i in ids], dtype=np.int64)
+    spread = np.array(
+        [
+            kappa_sda_spread(
+                np.vstack([t[: min(map(len, by_item[i]))] for t in by_item[i]]), tol=tol
+            )
+            for i in ids
+        ],
+        dtype=float,
+    )
+    return ids, n, spread
+
+
+def rule_readings(
+    *, rule: OverlapRule, left_out: Collection[int], item_ids: Collection[int] | None = None
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """What the rule compares: item ids, counted answers and disagreement by the rule's
+    measure, of the items with a counted answer (of ``item_ids`` only, if given).
+
+    AAD-RMSE reads only the items asked for; the Dawid-Skene posterior's entropy needs the fit
+    on every item of the question (one item's answers say nothing of its annotators'
+    competence); the trace kappa_SDA spread reads the items' current traces.
+    """
+    question = rule.question
+    if rule.measure == OverlapRule.Measure.KAPPA_SDA_SPREAD:
+        return _trace_spreads(question, left_out=left_out, item_ids=item_ids)
+    whole = rule.measure == OverlapRule.Measure.DS_ENTROPY
+    found = question_aggregates(
+        question=question, left_out=left_out, item_ids=None if whole else item_ids
+    )
+    agg = found.aggregates
+    value = posterior_entropy(agg.posteriors) if whole else agg.disagreement
+    keep = np.ones(found.item_ids.size, dtype=bool)
+    if item_ids is not None:
+        keep = np.isin(found.item_ids, list(item_ids))
+    return found.item_ids[keep], agg.n_answers[keep], value[keep]
 
 
 def disagreement_forecasts(*, study: Study) -> QuerySet[DisagreementForecast]:

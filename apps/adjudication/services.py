@@ -76,18 +76,30 @@ def adjudication_record(
 
 @transaction.atomic
 def overlap_rule_set(
-    *, manager: Account, question: Question, base_k: int, k_max: int, threshold: float
+    *,
+    manager: Account,
+    question: Question,
+    base_k: int,
+    k_max: int,
+    threshold: float,
+    measure: str = OverlapRule.Measure.AAD_RMSE,
 ) -> OverlapRule:
-    """Give a categorical question adaptive overlap (or change its rule). Managers only.
+    """Give a question adaptive overlap (or change its rule). Managers only.
 
-    Items already answered that the rule asks more of get their extra annotator at once."""
+    ``measure`` reads an item's disagreement (:class:`OverlapRule.Measure`; the question's kind
+    decides which apply: ``OverlapRule.MEASURES_OF_KIND``). Items already answered that the rule
+    asks more of get their extra annotator at once."""
     if study_role(user=manager, study=question.study) not in MANAGER_ROLE:
         raise PermissionDenied("Only managers of this study change its overlap.")
-    _check_categorical(question)
+    if question.kind not in OverlapRule.MEASURES_OF_KIND:
+        raise ValidationError(
+            {"question": "Adaptive overlap needs a categorical or trace question."}
+        )
     rule = OverlapRule.objects.filter(question=question).first() or OverlapRule(question=question)
-    rule.base_k, rule.k_max, rule.threshold = base_k, k_max, threshold
+    rule.base_k, rule.k_max, rule.threshold, rule.measure = base_k, k_max, threshold, measure
     rule.full_clean()
     rule.save()
+    question.overlap_rule = rule  # what the question reads from now on
     assignments_extend_disputed(question=question)
     return rule
 
@@ -98,6 +110,9 @@ def overlap_rule_remove(*, manager: Account, question: Question) -> bool:
     if study_role(user=manager, study=question.study) not in MANAGER_ROLE:
         raise PermissionDenied("Only managers of this study change its overlap.")
     deleted, _ = OverlapRule.objects.filter(question=question).delete()
+    relation = Question._meta.get_field("overlap_rule")
+    if relation.is_cached(question):
+        relation.delete_cached_value(question)
     return bool(deleted)
 
 

@@ -137,7 +137,7 @@ def _context(
         "form": form,
         "is_manager": is_manager,
         "rule": rule,
-        "rule_form": OverlapRuleForm(instance=rule) if is_manager else None,
+        "rule_form": OverlapRuleForm(instance=rule, question=question) if is_manager else None,
         "n_excluded": len(found.left_out),
     }
 
@@ -192,7 +192,9 @@ def overlap(request: HttpRequest, study_id: int, question_key: str) -> HttpRespo
         if overlap_rule_remove(manager=request.user, question=question):
             messages.info(request, "Adaptive overlap removed: every item keeps its k.")
     else:
-        form = OverlapRuleForm(request.POST, instance=overlap_rule(question=question))
+        form = OverlapRuleForm(
+            request.POST, instance=overlap_rule(question=question), question=question
+        )
         if form.is_valid() and form.apply(
             overlap_rule_set,
             manager=request.user,

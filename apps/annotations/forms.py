@@ -36,10 +36,12 @@ class QueueQuestion:
 
 
 def queue_questions(*, study: Study) -> list[QueueQuestion]:
-    """The study's questions answered in the queue, with their labels (two queries)."""
+    """The study's questions answered in the queue, with their labels and their
+    adaptive-overlap rule, which the submit reads (two queries)."""
+    questions = study.questions.filter(kind__in=queue_kinds()).select_related("overlap_rule")
     return [
         QueueQuestion(question=q, field_name=f"q{q.pk}", labels=list(q.labels.all()))
-        for q in study.questions.filter(kind__in=queue_kinds()).prefetch_related("labels")
+        for q in questions.prefetch_related("labels")
     ]
 
 

@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from analytics.pipeline import quality_schedule
 from analytics.selectors import excluded_annotator_ids
 from apps.adjudication.models import OverlapRule
-from apps.adjudication.selectors import flagged_annotator_ids, overlap_rule, question_aggregates
+from apps.adjudication.selectors import flagged_annotator_ids, overlap_rule, rule_readings
 from apps.annotations.models import Annotation, Assignment, Revision
 from apps.annotations.selectors import answered_latest_first
 from apps.annotations.values import clean_value
@@ -143,7 +143,8 @@ def _uncounted(question: Question) -> set[int]:
 
 
 def _rule_asks_more(rule: OverlapRule, n: ArrayLike, disagreement: ArrayLike) -> NDArray:
-    """Whether items with ``n`` counted answers and this AAD-RMSE get one more annotator."""
+    """Whether items with ``n`` counted answers and this disagreement (by the rule's measure)
+    get one more annotator."""
     n = np.asarray(n)
     return (rule.base_k <= n) & (n < rule.k_max) & (np.nan_to_num(disagreement) > rule.threshold)
 
@@ -154,9 +155,12 @@ def assignment_extend_disputed(*, question: Question, item_id: int) -> Assignmen
     With the question's rule (:class:`apps.adjudication.models.OverlapRule`), an item whose
     ``n`` counted round-1 answers (excluded and flagged annotators' answers not counted) satisfy
     ``base_k <= n < k_max``, with no counted annotator's assignment of it still open, and
-    whose AAD-RMSE in the question's label space exceeds ``threshold`` gets one more
+    whose disagreement by the rule's measure (AAD-RMSE in the label space, entropy of the
+    Dawid-Skene posterior, or the spread of the traces' kappa_SDA:
+    :func:`apps.adjudication.selectors.rule_readings`) exceeds ``threshold`` gets one more
     first-round assignment, marked ``extra``. Returns it, or ``None`` when the rule asks for
-    nothing (or nobody is left to ask). Call inside the transaction that completed an answer.
+    nothing (or nobody is left to ask). Call inside the transaction that completed an answer;
+    the rule is read through ``question`` (no query when loaded with its ``overlap_rule``).
     """
     rule = overlap_rule(question=question)
     if rule is None:
@@ -171,12 +175,8 @@ def assignment_extend_disputed(*, question: Question, item_id: int) -> Assignmen
     )
     if waiting:
         return None
-    found = question_aggregates(question=question, left_out=left_out, item_ids=[item_id])
-    row = found.row(item_id)
-    if row is None:
-        return None
-    agg = found.aggregates
-    if not _rule_asks_more(rule, agg.n_answers[row], agg.disagreement[row]):
+    _, n, disagreement = rule_readings(rule=rule, left_out=left_out, item_ids=[item_id])
+    if n.size == 0 or not _rule_asks_more(rule, n[0], disagreement[0]):
         return None
     annotator_id = _extra_annotator(study=study, item_id=item_id, left_out=left_out)
     if annotator_id is None:
@@ -193,11 +193,10 @@ def assignments_extend_disputed(*, question: Question) -> list[Assignment]:
     rule = overlap_rule(question=question)
     if rule is None:
         return []
-    found = question_aggregates(question=question, left_out=_uncounted(question))
-    due = _rule_asks_more(rule, found.aggregates.n_answers, found.aggregates.disagreement)
+    item_ids, n, disagreement = rule_readings(rule=rule, left_out=_uncounted(question))
     made = [
         assignment_extend_disputed(question=question, item_id=int(item_id))
-        for item_id in found.item_ids[due]
+        for item_id in item_ids[_rule_asks_more(rule, n, disagreement)]
     ]
     return [assignment for assignment in made if assignment is not None]
 
@@ -349,9 +348,8 @@ def annotations_submit(
         ]
         _assignment_refresh_completion(assignment=assignment)
         if assignment.round == 1 and assignment.completed_at is not None:
-            for question, _, label in cleaned:
-                if label is not None:  # categorical: adaptive overlap may ask one more
-                    assignment_extend_disputed(question=question, item_id=assignment.item_id)
+            for question, _, _ in cleaned:  # adaptive overlap may ask one more annotator
+                assignment_extend_disputed(question=question, item_id=assignment.item_id)
     return [revision for revision, _ in appended], all(created for _, created in appended)
 
 

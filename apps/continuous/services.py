@@ -246,8 +246,8 @@ def trace_finish(
     orders racing finishes). A new recording of the same item appends a new revision.
     """
     recording = (
-        TraceRecording.objects.select_for_update()
-        .select_related("question")
+        TraceRecording.objects.select_for_update(of=("self", "question"))
+        .select_related("question__overlap_rule")
         .filter(uuid=recording_uuid)
         .first()
     )

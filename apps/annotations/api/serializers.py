@@ -66,9 +66,11 @@ class AnnotationSubmitSerializer(serializers.Serializer):
     time_spent_ms = serializers.IntegerField(required=False, allow_null=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        """Turn the answers' question keys into the assignment's study's questions."""
+        """Turn the answers' question keys into the assignment's study's questions (with the
+        labels and the adaptive-overlap rule the submit reads)."""
         study = attrs["assignment"].study
-        questions = {q.key: q for q in study.questions.prefetch_related("labels")}
+        loaded = study.questions.select_related("overlap_rule").prefetch_related("labels")
+        questions = {q.key: q for q in loaded}
         unknown = [key for key in attrs["answers"] if key not in questions]
         if unknown:
             raise serializers.ValidationError(
