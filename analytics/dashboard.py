@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 
 from analytics.config import QualityConfig, quality_config
 from analytics.indicators import Indicator, StudyFigure
-from analytics.intervals import freshness, interval_text
+from analytics.intervals import evidence_text, freshness, interval_text
 from analytics.metrics.outliers import landis_koch_band
 from analytics.models import Exclusion, Flag, QualitySnapshot
 from analytics.pipeline import answers_waiting
@@ -74,7 +74,7 @@ def _study_text(figure: StudyFigure, study: Mapping[str, Any]) -> str:
     entry = study.get("intervals", {}).get("study", {}).get(figure.key)
     if entry is None:
         return fmt(study[figure.key], figure.format)
-    return f"{interval_text(entry, figure.format)}; {entry[3]:,} items"
+    return f"{interval_text(entry, figure.format)}; {evidence_text(entry, figure.evidence)}"
 
 
 def _cell(
@@ -93,8 +93,10 @@ def _cell(
     stored = indicators.get("intervals", {}).get(spec.interval) if spec.interval else None
     entry = stored[k] if stored and k < len(stored) else None
     if entry is not None:
-        shown = f"{entry[3]:,} {spec.evidence.replace('_', ' ')}"
-        return {"text": interval_text(entry, spec.format), "evidence": shown}
+        return {
+            "text": interval_text(entry, spec.format),
+            "evidence": evidence_text(entry, spec.evidence),
+        }
     return {"text": spec.text(value), "evidence": f"{n:,} {unit}" if n is not None else ""}
 
 
@@ -174,7 +176,13 @@ def dashboard_context(
     rows.sort(key=lambda r: (r.name.casefold(), r.user_id))
     flagged_idx = {ids.index(f.annotator_id) for f in flags if f.annotator_id in ids and f.active}
     study_figures = indicators.get("study", {})
-    shown = [figure for figure in kind.study_figures if figure.key in study_figures]
+    computed = study_figures.get("intervals", {}).get("study", {})
+    # a figure computed only with the intervals (the traces' ICC) shows once they exist
+    shown = [
+        figure
+        for figure in kind.study_figures
+        if figure.key in study_figures or computed.get(figure.key)
+    ]
 
     def median_of(figures: Mapping[str, Any], key: str) -> float | None:
         known = [v for v in _series(figures, key) if v is not None]

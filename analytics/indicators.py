@@ -122,6 +122,8 @@ class StudyFigure:
         gets a study-wide flag.
     headline : bool
         Shown first with its Landis-Koch band and a trend line.
+    evidence : str
+        The unit its interval's ``n`` counts ("items"; "samples" for a trace figure).
     """
 
     key: str
@@ -130,6 +132,7 @@ class StudyFigure:
     qualifier: str | None = None
     floor: float | None = None
     headline: bool = False
+    evidence: str = "items"
 
     def title(self, study: Mapping[str, Any]) -> str:
         """The label with its qualifier, e.g. "Krippendorff alpha (ordinal)"."""

@@ -13,7 +13,9 @@ Stored form (JSON, in the snapshot's ``indicators``): ``intervals[key]`` is one
 ``[estimate, low, high, n]`` per annotator (``None`` where undefined), ``key`` an
 :attr:`Indicator.interval <analytics.indicators.Indicator.interval>`;
 ``study["intervals"]`` holds ``{"computed_at", "n_answers", "study": {key: [estimate, low,
-high, n]}}``.
+high, n]}}``. A figure resting on serially correlated samples (traces) has two more
+elements, ``[..., n_effective, samples]``: the independent samples its ``samples`` are worth
+(:func:`~analytics.metrics.uncertainty.effective_sample_size`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,17 +37,22 @@ if TYPE_CHECKING:
     from apps.studies.kinds import QuestionKind
     from apps.studies.models import Question
 
-Entry = list[float | int] | None  # [estimate, low, high, n]
+Entry = list[float | int] | None  # [estimate, low, high, n(, n_effective, samples)]
 
 
 @dataclass(frozen=True)
 class IntervalSet:
     """What a kind's interval estimator returns: per-annotator intervals (arrays on the
-    ``annotators`` axis, keyed by :attr:`Indicator.interval`) and study-wide ones (floats)."""
+    ``annotators`` axis, keyed by :attr:`Indicator.interval`) and study-wide ones (floats).
+
+    ``samples``: for per-annotator intervals with ``n_effective`` (serially correlated
+    samples), the samples behind each annotator's figure, when ``n`` counts another unit.
+    """
 
     annotators: Sequence[int]
     per_annotator: Mapping[str, Interval]
     study: Mapping[str, Interval]
+    samples: Mapping[str, Any] = field(default_factory=dict)
 
 
 def in_evidence_units(
@@ -66,7 +73,14 @@ def in_evidence_units(
     }
 
 
-def _entry(estimate: float, low: float, high: float, n: float) -> Entry:
+def _entry(
+    estimate: float,
+    low: float,
+    high: float,
+    n: float,
+    n_effective: float | None = None,
+    samples: float | None = None,
+) -> Entry:
     """One interval as stored; ``None`` when its estimate is undefined."""
     if not math.isfinite(estimate):
         return None
@@ -74,7 +88,18 @@ def _entry(estimate: float, low: float, high: float, n: float) -> Entry:
     def r(x: float) -> float | None:
         return round(float(x), 6) if math.isfinite(x) else None
 
-    return [r(estimate), r(low), r(high), int(n)]  # type: ignore[list-item]
+    entry = [r(estimate), r(low), r(high), int(n)]
+    if n_effective is not None and samples is not None and math.isfinite(n_effective):
+        entry += [round(float(n_effective), 1), int(samples)]
+    return entry  # type: ignore[return-value]
+
+
+def _study_entry(interval: Interval) -> Entry:
+    """A study-wide interval as stored (its ``n`` are the samples when it has
+    ``n_effective``)."""
+    effective = None if interval.n_effective is None else float(interval.n_effective)
+    parts = (float(part) for part in interval[:4])
+    return _entry(*parts, n_effective=effective, samples=float(interval.n))
 
 
 def interval_entries(found: IntervalSet, annotators: Sequence[int]) -> dict[str, list[Entry]]:
@@ -83,11 +108,27 @@ def interval_entries(found: IntervalSet, annotators: Sequence[int]) -> dict[str,
     out: dict[str, list[Entry]] = {}
     for key, interval in found.per_annotator.items():
         values = [np.asarray(part, dtype=float) for part in interval[:4]]
+        extra = (
+            [np.asarray(interval.n_effective, dtype=float), np.asarray(found.samples[key])]
+            if interval.n_effective is not None and key in found.samples
+            else []
+        )
         out[key] = [
-            _entry(*(float(part[row[a]]) for part in values)) if a in row else None
+            _entry(*(float(part[row[a]]) for part in [*values, *extra])) if a in row else None
             for a in annotators
         ]
     return out
+
+
+def evidence_text(entry: Entry, unit: str) -> str:
+    """What a stored interval rests on: "40 items", or for serially correlated samples
+    "2 traces; about 7 independent samples of 265"."""
+    if entry is None:
+        return ""
+    text = f"{entry[3]:,} {unit.replace('_', ' ')}"
+    if len(entry) > 4:
+        text += f"; about {entry[4]:,.0f} independent samples of {entry[5]:,}"
+    return text
 
 
 def interval_text(entry: Entry, fmt: str = "{:.2f}") -> str:
@@ -121,31 +162,31 @@ def publish_intervals(
 ) -> None:
     """Put the question's intervals into ``derived``: computed now when due (``force``,
     ``seconds`` since the last computation, or twice the answers it rests on; never with
-    ``seconds <= 0``), else carried from ``previous`` onto the current annotator axis."""
+    ``seconds <= 0``), else carried from ``previous`` onto the current annotator axis.
+    Intervals already in ``derived`` (computed live by the kind's ``publish_extras``: the
+    Wilson interval of attention-check accuracy) are kept."""
     now = timezone.now()
     n_answers = int(derived.study.get("n_ratings", 0))
     if seconds > 0 and (force or _due(previous, seconds, now, n_answers)):
         found = kind.intervals(question)
         if found is None:
             return
-        derived.intervals = interval_entries(found, derived.annotators)
+        derived.intervals = {**derived.intervals, **interval_entries(found, derived.annotators)}
         derived.study["intervals"] = {
             "computed_at": now.isoformat(),
             "n_answers": n_answers,
-            "study": {
-                key: _entry(*(float(part) for part in interval[:4]))
-                for key, interval in found.study.items()
-            },
+            "study": {key: _study_entry(interval) for key, interval in found.study.items()},
         }
         return
     if previous is None or "intervals" not in previous.indicators:
         return
     old = previous.indicators
     where = {a: k for k, a in enumerate(old["annotators"])}
-    derived.intervals = {
+    carried = {
         key: [entries[where[a]] if a in where else None for a in derived.annotators]
         for key, entries in old["intervals"].items()
     }
+    derived.intervals = {**carried, **derived.intervals}
     if "intervals" in old.get("study", {}):
         derived.study["intervals"] = old["study"]["intervals"]
 
@@ -164,7 +205,10 @@ def freshness(study: Mapping[str, Any], now: dt.datetime | None = None) -> str |
 def _figure(entry: Entry, value: Any, evidence: int | None, unit: str) -> dict[str, Any]:
     low, high = (entry[1], entry[2]) if entry else (None, None)
     n = entry[3] if entry else evidence
-    return {"value": value, "low": low, "high": high, "evidence": n, "unit": unit}
+    figure = {"value": value, "low": low, "high": high, "evidence": n, "unit": unit}
+    if entry and len(entry) > 4:
+        figure.update(effective_samples=entry[4], samples=entry[5])
+    return figure
 
 
 def quality_record(snapshot: QualitySnapshot, kind: QuestionKind) -> dict[str, Any]:
@@ -198,10 +242,13 @@ def quality_record(snapshot: QualitySnapshot, kind: QuestionKind) -> dict[str, A
         "annotators": annotators,
         "study": {
             figure.key: _figure(
-                per_study.get(figure.key), study.get(figure.key), study.get("n_ratings"), "items"
+                per_study.get(figure.key),
+                study[figure.key] if figure.key in study else per_study[figure.key][0],
+                study.get("n_ratings"),
+                figure.evidence,
             )
             for figure in kind.study_figures
-            if figure.key in study
+            if figure.key in study or per_study.get(figure.key)
         },
         "flags": snapshot.flags,
     }

@@ -48,7 +48,10 @@ def _interval_hits(
     ``[estimate, low, high, n]`` intervals (the evidence is the interval's own ``n``)."""
     assert spec.rule is not None
     table = np.array(
-        [[np.nan] * 4 if e is None else [np.nan if x is None else x for x in e] for e in entries],
+        [
+            [np.nan] * 4 if e is None else [np.nan if x is None else x for x in e[:4]]
+            for e in entries
+        ],
         dtype=float,
     ).reshape(-1, 4)
     found = flag_with_intervals(
@@ -148,7 +151,10 @@ def _rule_hits(
             )
         elif entry[2] is not None and entry[2] < figure.floor:  # the whole interval below
             text = interval_text(entry, figure.format)
-            reason = f"{figure.title(derived.study)} {text}, below {figure.floor}; {entry[3]} items"
+            unit = figure.evidence
+            reason = (
+                f"{figure.title(derived.study)} {text}, below {figure.floor}; {entry[3]} {unit}"
+            )
             hits[(None, figure.key)] = (
                 reason,
                 {
@@ -157,7 +163,7 @@ def _rule_hits(
                     "high": entry[2],
                     "floor": figure.floor,
                     "evidence": entry[3],
-                    "unit": "items",
+                    "unit": unit,
                 },
             )
     return hits

@@ -33,7 +33,7 @@ class ContinuousKind(QuestionKind):
     indicators = quality.INDICATORS
     count = quality.TRACES_DONE.key
     agreement = quality.KAPPA_SDA.key
-    study_figures = (quality.POOLED_KAPPA_SDA,)
+    study_figures = (quality.POOLED_KAPPA_SDA, quality.ICC)
     answers_label = "Traces (first round)"
     heatmap_note = "kappa_SDA of each pair, sign coincidences pooled over the items both traced"
     overlap_unit = None

@@ -86,6 +86,8 @@ TREND_F1 = Indicator(
 )
 INDICATORS = (TRACES_DONE, KAPPA_SDA, KAPPA_TRUTH, LAG, TREND_F1)
 POOLED_KAPPA_SDA = StudyFigure("pooled_kappa_sda", "Pooled kappa_SDA")
+#: Computed with the intervals only (off the live path): shown once they exist.
+ICC = StudyFigure("icc", "ICC(k) of the lag-corrected traces", evidence="samples")
 
 
 ItemTraces = dict[int, NDArray[np.float64]]  # annotator row -> trace at the analysis rate
@@ -337,10 +339,11 @@ def trace_intervals(question: Question) -> IntervalSet | None:
         tol=options.sda_tolerance,
         truth_tol=TRUTH_TOL,
     )
-    study = {"icc": intervals.pop("icc")}
+    study = {ICC.key: intervals.pop(ICC.key)}
     evidence = derive_question(state, question, with_map=False).evidence
     return IntervalSet(
         annotators=state.annotator_ids,
         per_annotator=in_evidence_units(intervals, INDICATORS, evidence),
         study=study,
+        samples={key: interval.n for key, interval in intervals.items()},
     )

@@ -71,7 +71,7 @@ def test_trace_intervals_appear_after_processing(traced):
     assert len(stored["annotators"]) == 3
     for key, evidence in (("kappa_sda", "traces"), ("kappa_truth", "gold_items")):
         entries = stored["intervals"][key]
-        for k, (estimate, low, high, n) in enumerate(entries):
+        for k, (estimate, low, high, n, *_) in enumerate(entries):
             assert low <= estimate <= high
             assert n == stored["evidence"][evidence][k]  # in the indicator's unit, not steps
     good, random = stored["intervals"]["kappa_truth"][0], stored["intervals"]["kappa_truth"][2]
@@ -155,3 +155,26 @@ def test_pairwise_interval_is_centred_on_the_live_transitivity_kappa(
             continue
         assert entry[0] == pytest.approx(value, abs=1e-4)
         assert entry[3] == triplets
+
+
+def test_trace_figures_state_the_independent_samples_they_rest_on(traced, client, settings):
+    """Serially correlated steps: every trace figure and the ICC say how many independent
+    samples they are worth, on the page, in the stored entry and in the API."""
+    settings.QUALITY_MIN_TRACES = 2
+    stored = _latest(traced.question).indicators
+    entry = stored["intervals"]["kappa_sda"][0]
+    *_, traces, effective, samples = entry
+    assert traces == 2
+    assert 1 <= effective <= samples
+    icc = stored["study"]["intervals"]["study"]["icc"]
+    assert 1 <= icc[4] < icc[5] == icc[3]  # smooth traces: far fewer than their samples
+    client.force_login(traced.study.created_by)
+    html = client.get(f"/studies/{traced.study.pk}/quality/").content.decode()
+    assert f"about {effective:,.0f} independent samples of {samples:,}" in html
+    assert f"about {icc[4]:,.0f} independent samples of {icc[5]:,}" in html
+    url = f"/api/studies/{traced.study.pk}/questions/{traced.question.pk}/quality/"
+    body = client.get(url).json()
+    first = next(a for a in body["annotators"] if a["annotator"] == traced.annotators[0].pk)
+    figure = first["indicators"]["kappa_sda"]
+    assert (figure["effective_samples"], figure["samples"]) == (effective, samples)
+    assert body["study"]["icc"]["effective_samples"] == icc[4]

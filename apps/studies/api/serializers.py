@@ -112,6 +112,10 @@ class QualityFigureSerializer(serializers.Serializer):
     high = serializers.FloatField(allow_null=True)
     evidence = serializers.IntegerField(allow_null=True)
     unit = serializers.CharField()
+    effective_samples = serializers.FloatField(
+        required=False, help_text="Independent samples the serially correlated samples are worth."
+    )
+    samples = serializers.IntegerField(required=False, help_text="Samples behind the figure.")
 
 
 class AnnotatorQualitySerializer(serializers.Serializer):
