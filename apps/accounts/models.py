@@ -46,6 +46,15 @@ class Invitation(models.Model):
         blank=True,
         related_name="+",
     )
+    # a manager withdrew it before anyone used it: the link then says so
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -62,4 +71,4 @@ class Invitation(models.Model):
 
     @property
     def is_usable(self) -> bool:
-        return self.used_at is None and self.expires_at > timezone.now()
+        return self.used_at is None and self.revoked_at is None and self.expires_at > timezone.now()

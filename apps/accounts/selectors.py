@@ -20,5 +20,5 @@ def api_tokens_for(*, user: Account) -> QuerySet[AuthToken]:
 def invitations_for(*, user: Account) -> QuerySet[Invitation]:
     """Open invitations addressed to the user by a study's manager, newest first."""
     return Invitation.objects.filter(
-        invitee=user, used_at__isnull=True, expires_at__gt=timezone.now()
+        invitee=user, used_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now()
     ).select_related("study", "created_by")

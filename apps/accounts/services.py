@@ -20,6 +20,7 @@ from apps.studies.services import membership_add
 from core.types import Account
 
 INVALID_LINK = "This invitation link is unknown, used or expired."
+REVOKED_LINK = "This invitation was revoked by the study's manager."
 # What a manager is told after inviting a username, whether or not an account has it.
 INVITED = (
     "Invitation saved. If an account has this username, it sees the invitation on its home "
@@ -103,7 +104,11 @@ def invitation_address(
             {"username": f"{username} is already a {member.get_role_display().lower()} here."}
         )
     pending = study.invitations.filter(
-        invitee_username=username, role=role, used_at__isnull=True, expires_at__gt=timezone.now()
+        invitee_username=username,
+        role=role,
+        used_at__isnull=True,
+        revoked_at__isnull=True,
+        expires_at__gt=timezone.now(),
     ).first()
     if pending is not None:
         return pending
@@ -127,8 +132,31 @@ def invitation_lookup(*, token_hash: str) -> Invitation:
         if token_hash
         else None
     )
+    if invitation is not None and invitation.revoked_at is not None:
+        raise ValidationError(REVOKED_LINK, code="revoked")
     if invitation is None or not invitation.is_usable:
         raise ValidationError(INVALID_LINK)
+    return invitation
+
+
+@transaction.atomic
+def invitation_revoke(*, study: Study, invitation_id: int, by: Account) -> Invitation:
+    """Withdraw a pending invitation of ``study``: its link and its home-page entry stop working.
+
+    Revoking twice changes nothing; a used invitation cannot be revoked (remove the member
+    instead). Raises ``ValidationError`` then, or when the invitation is not the study's.
+    """
+    invitation = (
+        Invitation.objects.select_for_update().filter(pk=invitation_id, study=study).first()
+    )
+    if invitation is None:
+        raise ValidationError("This study has no such invitation.")
+    if invitation.used_at is not None:
+        raise ValidationError("This invitation was used already: remove the member instead.")
+    if invitation.revoked_at is None:
+        invitation.revoked_at = timezone.now()
+        invitation.revoked_by = by
+        invitation.save(update_fields=["revoked_at", "revoked_by"])
     return invitation
 
 

@@ -7,6 +7,16 @@ from apps.accounts import views
 app_name = "accounts"
 urlpatterns = [
     path("studies/<int:study_id>/annotators/", views.annotators, name="annotators"),
+    path(
+        "studies/<int:study_id>/members/<int:user_id>/remove/",
+        views.member_remove,
+        name="member_remove",
+    ),
+    path(
+        "studies/<int:study_id>/invitations/<int:invitation_id>/revoke/",
+        views.invitation_revoke_view,
+        name="invitation_revoke",
+    ),
     path("invite/<str:token>/", views.invitation, name="invitation"),
     path("invitations/accept/", views.invitation_accept_page, name="invitation_accept"),
     path(

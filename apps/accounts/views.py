@@ -10,7 +10,8 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -32,11 +33,13 @@ from apps.accounts.services import (
     invitation_create,
     invitation_join,
     invitation_lookup,
+    invitation_revoke,
     invitation_token_hash,
 )
 from apps.studies.access import managed_study
 from apps.studies.models import Membership, Study
 from apps.studies.selectors import study_role
+from apps.studies.services import membership_remove
 from core.forms import ServiceFormMixin, posted
 
 ANNOTATOR_FORMS: dict[str, type[ServiceFormMixin]] = {
@@ -130,6 +133,59 @@ def annotators(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(request, template, context, status=status)
 
 
+@login_required
+@require_http_methods(["GET", "POST"])
+def member_remove(request: HttpRequest, study_id: int, user_id: int) -> HttpResponse:
+    """Confirm, then take a member out of the study (POST). Their answers stay, attributed to
+    them; they lose access at once. A refused removal (yourself, the last manager) is a 400."""
+    study = managed_study(request, study_id)
+    membership = get_object_or_404(
+        Membership.objects.select_related("user"), study=study, user_id=user_id
+    )
+    member = membership.user
+    errors: list[str] = []
+    if request.method == "POST":
+        try:
+            withdrawn = membership_remove(study=study, user=member, by=request.user)
+        except ValidationError as exc:
+            errors = exc.messages
+        else:
+            text = f"{member.get_username()} is no longer a member; their answers stay."
+            if withdrawn:
+                text += f" {withdrawn} unanswered assignment{pluralize(withdrawn)} withdrawn."
+            messages.success(request, text)
+            return redirect("accounts:annotators", study.pk)
+    context = {
+        "study": study,
+        "membership": membership,
+        "answers": member.annotations.filter(question__study=study).count(),
+        "errors": errors,
+    }
+    return render(request, "accounts/member_remove.html", context, status=400 if errors else 200)
+
+
+@login_required
+@require_POST
+def invitation_revoke_view(request: HttpRequest, study_id: int, invitation_id: int) -> HttpResponse:
+    """Withdraw a pending invitation; its link then says it was revoked."""
+    study = managed_study(request, study_id)
+    try:
+        invitation_revoke(study=study, invitation_id=invitation_id, by=request.user)
+    except ValidationError as exc:
+        return HttpResponseBadRequest(" ".join(exc.messages))
+    messages.success(request, "Invitation revoked: its link no longer works.")
+    return redirect("accounts:annotators", study.pk)
+
+
+def _invitation_unusable(request: HttpRequest, error: ValidationError) -> HttpResponse:
+    """The page of a link that cannot be used: 410 once revoked, else 404."""
+    revoked = error.code == "revoked"
+    context = {"revoked": revoked}
+    return render(
+        request, "accounts/invitation_invalid.html", context, status=410 if revoked else 404
+    )
+
+
 @require_http_methods(["GET"])
 def invitation(request: HttpRequest, token: str) -> HttpResponse:
     """Open a one-time invitation link: keep its hash in the session, go to a clean URL.
@@ -140,8 +196,8 @@ def invitation(request: HttpRequest, token: str) -> HttpResponse:
     token_hash = invitation_token_hash(token)
     try:
         invitation_lookup(token_hash=token_hash)
-    except ValidationError:
-        return render(request, "accounts/invitation_invalid.html", status=404)
+    except ValidationError as error:
+        return _invitation_unusable(request, error)
     request.session[INVITATION_SESSION_KEY] = token_hash
     return redirect("accounts:invitation_accept")
 
@@ -152,8 +208,8 @@ def invitation_accept_page(request: HttpRequest) -> HttpResponse:
     token_hash = request.session.get(INVITATION_SESSION_KEY, "")
     try:
         invite = invitation_lookup(token_hash=token_hash)
-    except ValidationError:
-        return render(request, "accounts/invitation_invalid.html", status=404)
+    except ValidationError as error:
+        return _invitation_unusable(request, error)
     role = study_role(user=request.user, study=invite.study)
     signed_in = request.user.is_authenticated
     form = (JoinForm if signed_in else AccountForm)(posted(request))

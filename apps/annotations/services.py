@@ -27,7 +27,7 @@ from apps.annotations.selectors import answered_latest_first
 from apps.annotations.values import clean_value
 from apps.recruitment.access import participant_check_answering
 from apps.studies.kinds import queue_kinds
-from apps.studies.models import Label, Question, Study
+from apps.studies.models import Label, Membership, Question, Study
 from apps.studies.selectors import study_annotators
 from core.types import Account
 
@@ -206,10 +206,16 @@ CHECKED_WITH = ("study__recruitment", "annotator__participation")
 
 
 def assignment_check_annotator(*, annotator: Account, assignment: Assignment) -> None:
-    """Refuse unless ``assignment`` is the annotator's own, its study is running and, for a
-    recruited participant, their package is open (:func:`participant_check_answering`)."""
+    """Refuse unless ``assignment`` is the annotator's own, they still annotate its study (a
+    removed member keeps their assignments' answers, not the right to add to them), it is
+    running and, for a recruited participant, their package is open
+    (:func:`participant_check_answering`)."""
     if assignment.annotator_id != annotator.pk:
         raise PermissionDenied("This assignment belongs to another annotator.")
+    if not Membership.objects.filter(
+        study_id=assignment.study_id, user=annotator, role=Membership.Role.ANNOTATOR
+    ).exists():
+        raise PermissionDenied("You no longer annotate this study.")
     if assignment.study.status != Study.Status.RUNNING:
         raise ValidationError({"study": "The study is not running; annotations are closed."})
     participant_check_answering(user=assignment.annotator, study=assignment.study)

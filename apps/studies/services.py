@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 
 from apps.studies.kinds import clean_question_settings, question_kind
 from apps.studies.models import Label, Membership, Question, Study
@@ -239,3 +240,32 @@ def membership_add(
         assignments_fill(study=study)
     return membership
 
+
+@transaction.atomic
+def membership_remove(*, study: Study, user: Account, by: Account) -> int:
+    """Take ``user`` out of ``study``: they lose access at once; their answers stay, attributed.
+
+    Their open assignments that hold no answer are withdrawn (nothing is left waiting for a
+    non-member); the number withdrawn is returned. Refused with ``ValidationError`` for a
+    non-member, for the remover themselves and for the study's last manager.
+    """
+    from apps.annotations.models import Annotation, Assignment
+
+    membership = Membership.objects.select_for_update().filter(study=study, user=user).first()
+    if membership is None:
+        raise ValidationError({"user": f"{user} takes no part in this study."})
+    if user == by:
+        raise ValidationError({"user": "You cannot remove yourself; ask another manager."})
+    managers = study.memberships.filter(role=Membership.Role.MANAGER)
+    if membership.role == Membership.Role.MANAGER and managers.count() == 1:
+        raise ValidationError({"user": "A study keeps at least one manager."})
+    membership.delete()
+    answered = Annotation.objects.filter(
+        annotator=user, item=OuterRef("item"), round=OuterRef("round")
+    )
+    withdrawn, _ = (
+        Assignment.objects.filter(study=study, annotator=user, completed_at__isnull=True)
+        .exclude(Exists(answered))
+        .delete()
+    )
+    return withdrawn

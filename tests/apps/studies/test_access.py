@@ -18,6 +18,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from analytics.models import Flag
+from apps.accounts.services import invitation_create
 from apps.annotations.models import Assignment
 from apps.items.models import Item
 from apps.models_registry.models import ModelRun
@@ -108,6 +109,17 @@ PAGES: dict[str, Page] = {
         MEMBERS, _with(item_id=lambda s: s.item.pk, name=lambda s: s.item.media.name.split("/")[-1])
     ),
     "accounts:annotators": Page(MANAGERS, _study),
+    "accounts:member_remove": Page(MANAGERS, _with(user_id=lambda s: s.annotator.pk)),
+    "accounts:invitation_revoke": Page(
+        MANAGERS,
+        _with(
+            invitation_id=lambda s: (
+                invitation_create(study=s.study, created_by=s.study.created_by)[0].pk
+            )
+        ),
+        "post",
+        ok=302,
+    ),
     "analytics:dashboard": Page(MANAGERS, _study),
     "analytics:flag_review": Page(
         MANAGERS, _with(flag_id=lambda s: s.flag.pk), "post", {"action": "dismiss"}, ok=302
