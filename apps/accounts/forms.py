@@ -12,8 +12,8 @@ from core.forms import ServiceFormMixin
 
 #: The roles a manager invites to from the annotators page (a manager is made through the API).
 INVITED_ROLES = [
-    (Membership.Role.ANNOTATOR, "Annotator: answers the queue"),
-    (Membership.Role.REVIEWER, "Reviewer: reads every answer and adjudicates, changes nothing"),
+    (Membership.Role.ANNOTATOR, "Annotator"),
+    (Membership.Role.REVIEWER, "Reviewer (reads and adjudicates)"),
 ]
 
 

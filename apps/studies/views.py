@@ -116,7 +116,7 @@ def study_overview(request: HttpRequest, study_id: int) -> HttpResponse:
         "forecasts": forecasts,
         "overlap_form": PredictedOverlapForm(
             initial={
-                "threshold": forecast.levels[1] if forecast else 0.5,
+                "threshold": round(forecast.levels[1], 2) if forecast else 0.5,
                 "k": (study.overlap or 2) + 1,
             }
         ),
