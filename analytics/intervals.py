@@ -215,7 +215,8 @@ def quality_record(snapshot: QualitySnapshot, kind: QuestionKind) -> dict[str, A
     """A question's latest figures for the API and exports: per annotator (user id) each
     indicator's ``value``, its 95 % interval ``low``/``high`` (``None`` until computed) and the
     ``evidence`` (count, ``unit``) it rests on; the study figures alike; ``intervals``: when
-    they were computed and on how many answers (``None`` before the first computation)."""
+    they were computed and on how many answers (``None`` before the first computation).
+    Study figures carry their ``label`` too (the dataset card prints them)."""
     stored = snapshot.indicators
     values, evidence = stored.get("values", {}), stored.get("evidence", {})
     intervals, study = stored.get("intervals", {}), stored.get("study", {})
@@ -241,12 +242,15 @@ def quality_record(snapshot: QualitySnapshot, kind: QuestionKind) -> dict[str, A
         else {"computed_at": meta["computed_at"], "n_answers": meta["n_answers"]},
         "annotators": annotators,
         "study": {
-            figure.key: _figure(
-                per_study.get(figure.key),
-                study[figure.key] if figure.key in study else per_study[figure.key][0],
-                study.get("n_ratings"),
-                figure.evidence,
-            )
+            figure.key: {
+                "label": figure.title(study),
+                **_figure(
+                    per_study.get(figure.key),
+                    study[figure.key] if figure.key in study else per_study[figure.key][0],
+                    study.get("n_ratings"),
+                    figure.evidence,
+                ),
+            }
             for figure in kind.study_figures
             if figure.key in study or per_study.get(figure.key)
         },

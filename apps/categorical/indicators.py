@@ -76,6 +76,8 @@ INDICATORS = (ITEMS_DONE, SECONDS_PER_ITEM, COHEN_KAPPA, AAD, SKEW, RETEST_KAPPA
 ALPHA = StudyFigure(
     "alpha", "Krippendorff alpha", qualifier="alpha_level", floor=0.667, headline=True
 )
+#: Computed with the intervals only (nominal scales: it has no ordered form).
+FLEISS_KAPPA = StudyFigure("fleiss_kappa", "Fleiss kappa")
 
 
 @dataclass(frozen=True)

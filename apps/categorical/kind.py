@@ -82,7 +82,7 @@ class CategoricalKind(QuestionKind):
     indicators = figures.INDICATORS
     count = figures.ITEMS_DONE.key
     agreement = figures.COHEN_KAPPA.key
-    study_figures = (figures.ALPHA,)
+    study_figures = (figures.ALPHA, figures.FLEISS_KAPPA)
     answers_label = "Ratings (first round)"
     heatmap_note = "Cohen's kappa of each pair on the items both labelled"
     dashboard_cards = ("categorical/dashboard.html#items",)

@@ -10,10 +10,12 @@ trace's ``values`` as a sequence of floats; ``pandas.read_parquet`` reads the sa
 card's YAML header names one config per file (``load_dataset("path/to/unzipped", "emotion")``).
 
 The card records the provenance: the study and its questions with their label schemes, the
-annotators kept and those excluded (by whom, when, why), inter-annotator agreement with 95 %
-intervals computed on the very rows in the files (Krippendorff's alpha and, on unordered
-scales, Fleiss' kappa, :func:`analytics.metrics.intervals.indicator_intervals_categorical`),
-the software version and commit, the licence given, and the SHA-256 of every file.
+annotators kept and those excluded (by whom, when, why), the question's agreement figures with
+their 95 % intervals exactly as the quality dashboard, the API and the export provenance state
+them (the kind's :class:`~analytics.indicators.StudyFigure` specs read from the latest
+snapshot by :func:`analytics.intervals.quality_record`: no second computation, so an ordered
+scale's figures are the dashboard's), the software version and commit, the licence given, and
+the SHA-256 of every file.
 
 The export is curated by default (excluded annotators left out) and names annotators by
 username or by per-study pseudonyms (:mod:`apps.exchange.identity`). Every file is written to
@@ -25,18 +27,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-import numpy as np
 from django.http import FileResponse
 from django.utils import timezone
 
-from analytics.metrics.intervals import indicator_intervals_categorical
 from analytics.selectors import excluded_annotator_ids
 from apps.annotations.exporting import annotation_export_rows, provenance
 from apps.continuous.exporting import TRACE_SCHEMA, trace_rows
@@ -48,8 +47,6 @@ from apps.studies.models import Question, Study
 
 SCHEMA = "annotation-studio/hf-dataset/1"
 LICENSES = ("other", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0", "cc0-1.0", "mit", "unknown")
-N_BOOT = 500
-CONFIDENCE = 0.95
 
 ITEM_SCHEMA = (
     Column("external_id", "str"),
@@ -171,7 +168,7 @@ def dataset_zip(
             if table.summary:
                 record["questions"].append(table.summary)
         for summary in record["questions"]:
-            summary.update(_agreement(summary.pop("_ratings", None), ordered=summary["ordered"]))
+            summary["quality"] = _dashboard_figures(summary, record["export"]["quality"])
         archive.writestr("README.md", dataset_card(study=study, record=record))
         archive.writestr("provenance.json", json.dumps(record, indent=2, ensure_ascii=False))
     return record
@@ -267,17 +264,17 @@ def _categorical_rows(
     identity: str,
     summary: dict[str, Any],
 ) -> Iterator[dict[str, Any]]:
-    """The question's current answers with the label as its scale index; collects the round-1
-    ratings (annotator x item codes) for the agreement figures as it goes."""
+    """The question's current answers with the label as its scale index; notes the round-1
+    annotators as it goes."""
     index = {label.key: k for k, label in enumerate(labels)}
-    ratings: dict[tuple[str, str], int] = {}
+    annotators: set[str] = set()
     rows = annotation_export_rows(
         study=question.study, curated=curated, identity=identity, question_id=question.pk
     )
     for row in rows:
         label = index[row["label"]]
         if row["round"] == 1:
-            ratings[row["annotator"], row["item"]] = label
+            annotators.add(row["annotator"])
         yield {
             "item": row["item"],
             "annotator": row["annotator"],
@@ -286,40 +283,23 @@ def _categorical_rows(
             "time_spent_ms": row["time_spent_ms"],
             "created_at": row["created_at"],
         }
-    summary["annotators"] = sorted({annotator for annotator, _ in ratings})
-    summary["_ratings"] = ratings
+    summary["annotators"] = sorted(annotators)
 
 
-def _agreement(ratings: dict[tuple[str, str], int] | None, *, ordered: bool) -> dict[str, Any]:
-    """Krippendorff's alpha (and Fleiss' kappa when unordered) with 95 % item-bootstrap /
-    analytic intervals on the round-1 ratings; empty when there are none."""
-    if not ratings:
-        return {"agreement": {}}
-    annotators = sorted({a for a, _ in ratings})
-    items = sorted({i for _, i in ratings})
-    row, column = {a: k for k, a in enumerate(annotators)}, {i: k for k, i in enumerate(items)}
-    matrix = np.full((len(annotators), len(items)), np.nan)
-    for (annotator, item), code in ratings.items():
-        matrix[row[annotator], column[item]] = code
-    intervals = indicator_intervals_categorical(
-        matrix, ordered=ordered, n_boot=N_BOOT, confidence=CONFIDENCE, seed=0
-    )
-    figures = {}
-    for key in ("alpha", "fleiss_kappa"):
-        if key in intervals:
-            interval = intervals[key]
-            figures[key] = {
-                "estimate": _finite(interval.estimate),
-                "low": _finite(interval.low),
-                "high": _finite(interval.high),
-                "n_items": int(interval.n),
-            }
-    return {"agreement": figures}
-
-
-def _finite(value: float) -> float | None:
-    value = float(value)
-    return None if math.isnan(value) else round(value, 4)
+def _dashboard_figures(summary: Mapping[str, Any], quality: Mapping[str, Any]) -> dict[str, Any]:
+    """The question's study figures as the dashboard shows them (from the export provenance's
+    :func:`~analytics.intervals.study_quality`), when they were computed, and how many of the
+    annotators they count are not in the files."""
+    found = quality.get(summary["config"])
+    if found is None:
+        return {"study": {}}
+    counted = {row["annotator"] for row in found["annotators"]}
+    return {
+        "study": found["study"],
+        "intervals": found["intervals"],
+        "annotators": len(counted),
+        "left_out": len(counted - set(summary["annotators"])),
+    }
 
 
 def dataset_card(*, study: Study, record: Mapping[str, Any]) -> str:
@@ -410,18 +390,29 @@ def _question_section(summary: Mapping[str, Any]) -> list[str]:
             ),
             "",
         ]
-    for key, figure in summary.get("agreement", {}).items():
-        title = {"alpha": "Krippendorff's alpha", "fleiss_kappa": "Fleiss' kappa"}[key]
-        if figure["estimate"] is None:
-            lines.append(f"- {title}: too little overlap ({figure['n_items']} items).")
+    quality = summary.get("quality", {})
+    for figure in quality.get("study", {}).values():
+        if figure["value"] is None:
+            lines.append(f"- {figure['label']}: too little overlap.")
+        elif figure["low"] is None:
+            lines.append(f"- {figure['label']}: {figure['value']:.3f} (interval not computed).")
         else:
             lines.append(
-                f"- {title}: {figure['estimate']:.3f} "
+                f"- {figure['label']}: {figure['value']:.3f} "
                 f"[{figure['low']:.3f}, {figure['high']:.3f}] (95 %, "
-                f"{figure['n_items']} items with 2+ ratings, round 1, annotators in this file)"
+                f"{figure['evidence']:,} {figure['unit']})"
             )
-    if summary.get("agreement"):
-        lines.append("")
+    if quality.get("study"):
+        left_out = quality["left_out"]
+        note = f", {left_out} of them left out of these files" if left_out else ""
+        when = quality["intervals"]["computed_at"][:19] if quality["intervals"] else None
+        lines += [
+            "",
+            f"As on the studio's quality dashboard: round 1, all {quality['annotators']} "
+            f"annotators of the question{note}"
+            + (f"; intervals computed {when} UTC." if when else "; no interval computed yet."),
+            "",
+        ]
     return lines
 
 

@@ -128,6 +128,12 @@ class IntervalsComputedSerializer(serializers.Serializer):
     n_answers = serializers.IntegerField(help_text="Answers the intervals rest on.")
 
 
+class StudyFigureSerializer(QualityFigureSerializer):
+    label = serializers.CharField(
+        help_text="The figure's name, e.g. 'Krippendorff alpha (ordinal)'."
+    )
+
+
 class QualityRecordSerializer(serializers.Serializer):
     """A question's latest quality figures (schema of ``GET .../questions/{id}/quality/``)."""
 
@@ -135,5 +141,5 @@ class QualityRecordSerializer(serializers.Serializer):
     n_annotations = serializers.IntegerField()
     intervals = IntervalsComputedSerializer(allow_null=True)
     annotators = AnnotatorQualitySerializer(many=True)
-    study = serializers.DictField(child=QualityFigureSerializer())
+    study = serializers.DictField(child=StudyFigureSerializer())
     flags = serializers.ListField(child=serializers.DictField())

@@ -14,11 +14,15 @@ import pytest
 import yaml
 from rest_framework.test import APIClient
 
+from analytics.intervals import quality_record
+from analytics.publishing import quality_publish
 from analytics.services import annotator_exclude
 from apps.annotations.selectors import assignment_next
 from apps.annotations.services import annotations_submit
+from apps.categorical.quality import quality_process_pending
 from apps.exchange.huggingface import dataset_zip
 from apps.exchange.identity import annotator_names
+from apps.studies.kinds import question_kind
 from tests.apps.continuous.conftest import make_trace_study
 from tests.apps.continuous.test_api import record_through_api
 
@@ -97,6 +101,8 @@ def test_card_records_the_provenance_licence_exclusions_and_agreement(answered, 
     annotator_exclude(
         study=study, annotator=annotators[2], by=study.created_by, reason="answers at random"
     )
+    quality_process_pending(question_id=study.questions.get().pk)
+    quality_publish(question_id=study.questions.get().pk)
     folder, record = export(study, tmp_path, identity="pseudonyms", license="cc-by-4.0")
     card = (folder / "README.md").read_text()
     header = yaml.safe_load(card.split("---")[1])
@@ -106,11 +112,8 @@ def test_card_records_the_provenance_licence_exclusions_and_agreement(answered, 
     assert f"- {name(annotators[2].username)}: answers at random" in card
     for annotator in annotators:
         assert annotator.username not in card
-    # the two annotators kept agree perfectly: alpha 1 on the rows in the file
-    agreement = record["questions"][0]["agreement"]["alpha"]
-    assert agreement["estimate"] == 1.0
-    assert agreement["n_items"] == 6
-    assert "Krippendorff's alpha: 1.000 [" in card
+    # the card states the dashboard's figures (all three annotators), saying one is left out
+    assert "all 3 annotators of the question, 1 of them left out of these files" in card
     ds = datasets.Dataset.from_parquet(str(folder / "data" / "sentiment.parquet"))
     assert set(ds["annotator"]) == {name(a.username) for a in annotators[:2]}
     for path, info in record["files"].items():
@@ -165,3 +168,26 @@ def test_the_overview_links_the_web_download(answered, client):
     assert "license: cc-by-4.0" in card
     assert "annotators named by pseudonyms" in card
     assert client.get(url, {"license": "mine"}).status_code == 400
+
+
+def test_card_states_the_dashboards_figures_not_a_second_computation(answered, tmp_path, settings):
+    """The ordered test scale: the card's agreement is the dashboard's (the kind's StudyFigure
+    specs read from the question's snapshot by ``quality_record``), intervals included."""
+    settings.QUALITY_INTERVAL_SECONDS = 120
+    study, _ = answered
+    question = study.questions.get()
+    quality_process_pending(question_id=question.pk)
+    snapshot = quality_publish(question_id=question.pk)
+    dashboard = quality_record(snapshot, question_kind(question.kind))["study"]
+    folder, record = export(study, tmp_path)
+    card = (folder / "README.md").read_text()
+    figures = record["questions"][0]["quality"]["study"]
+    assert figures == dashboard
+    alpha = dashboard["alpha"]
+    assert alpha["low"] < alpha["value"] < alpha["high"]
+    line = f"- {alpha['label']}: {alpha['value']:.3f} [{alpha['low']:.3f}, {alpha['high']:.3f}]"
+    assert line in card
+    html = APIClient()
+    html.force_authenticate(study.created_by)
+    url = f"/api/studies/{study.pk}/questions/{question.pk}/quality/"
+    assert html.get(url).json()["study"]["alpha"]["value"] == alpha["value"]
