@@ -96,7 +96,8 @@ def attainable_levels(points: ArrayLike, *, n_answers: int = 3, k: int = 4) -> N
     >>> attainable_levels([[-1.0], [0.0], [1.0]]).round(3).tolist()
     [0.0, 0.816, 1.414, 1.633]
     """
-    grid = np.asarray(points, dtype=float).reshape(len(points), -1)
+    given = np.asarray(points, dtype=float)
+    grid = given.reshape(given.shape[0], -1)
     combos = np.array(list(combinations_with_replacement(range(len(grid)), n_answers)))
     placed = grid[combos]  # (C, n, D)
     spread = ((placed - placed.mean(axis=1, keepdims=True)) ** 2).sum(axis=(1, 2))
