@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import Any, TypedDict
 
 import numpy as np
-from django.db.models import QuerySet
+from django.contrib.auth import get_user_model
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from numpy.typing import NDArray
 
@@ -23,6 +24,17 @@ def active_exclusions(*, study: Study) -> QuerySet[Exclusion]:
         Exclusion.objects.filter(study=study, revoked_at__isnull=True)
         .select_related("annotator", "by")
         .order_by("annotator__username")
+    )
+
+
+def excludable_annotators(*, study: Study) -> QuerySet[Any]:
+    """Who a manager may exclude: the study's members and anyone whose answers it holds (a
+    removed member's answers stay, and so does the choice to leave them out)."""
+    answered = Annotation.objects.filter(question__study=study, annotator=OuterRef("pk"))
+    return (
+        get_user_model()
+        .objects.filter(Q(memberships__study=study) | Q(Exists(answered)))
+        .distinct()
     )
 
 

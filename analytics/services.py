@@ -24,6 +24,7 @@ from analytics.indicators import Derived, Indicator, StudyFigure
 from analytics.intervals import interval_text
 from analytics.metrics.outliers import OutlierFlag, flag_outliers, flag_with_intervals
 from analytics.models import Exclusion, Flag, FlagEvent
+from analytics.selectors import excludable_annotators
 from apps.studies.models import Question, Study
 from core.types import Account
 
@@ -278,7 +279,7 @@ def annotator_exclude(*, study: Study, annotator: Account, by: Account, reason: 
         raise ValidationError({"reason": "Say why: the reason goes into the exports' provenance."})
     if len(reason) > Exclusion._meta.get_field("reason").max_length:
         raise ValidationError({"reason": "Keep the reason under 500 characters."})
-    if not study.memberships.filter(user=annotator).exists():
+    if not excludable_annotators(study=study).filter(pk=annotator.pk).exists():
         raise ValidationError({"annotator": "This user takes no part in the study."})
     current = Exclusion.objects.filter(
         study=study, annotator=annotator, revoked_at__isnull=True

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpResponse
@@ -14,6 +13,7 @@ from django.views.decorators.http import require_POST
 from analytics.dashboard import dashboard_context, dashboard_page_context, dashboard_questions
 from analytics.models import Flag
 from analytics.publishing import quality_publish
+from analytics.selectors import excludable_annotators
 from analytics.services import annotator_exclude, annotator_include, flag_confirm, flag_dismiss
 from apps.models_registry.selectors import MODEL_RUN_KINDS, leaderboard
 from apps.studies.access import managed_study
@@ -104,7 +104,7 @@ def annotator_exclusion(request: SignedInHtmxRequest, study_id: int, user_id: in
     """Exclude an annotator from curated exports (``action=exclude`` with a required
     ``reason``), or undo it (``action=include``)."""
     study = managed_study(request, study_id)
-    annotator = get_object_or_404(get_user_model(), pk=user_id, memberships__study=study)
+    annotator = get_object_or_404(excludable_annotators(study=study), pk=user_id)
     question = _question(study, request.POST.get("question") or request.GET.get("question"))
     action = request.POST.get("action")
     if action == "exclude":

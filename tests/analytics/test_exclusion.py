@@ -19,6 +19,7 @@ from apps.annotations.exporting import provenance
 from apps.annotations.models import Assignment
 from apps.annotations.services import annotations_submit
 from apps.categorical.quality import quality_process_pending
+from apps.studies.services import membership_remove
 from tests.factories import running_study
 
 pytestmark = pytest.mark.django_db
@@ -165,3 +166,17 @@ def test_rows_keep_their_order_by_name_whatever_flags_and_exclusions_do(answered
     assert order() == before  # the flag it confirmed no longer sorts the row elsewhere
     annotator_include(study=study, annotator=annotators[-1], by=study.created_by)
     assert order() == before
+
+
+def test_a_removed_member_with_answers_can_still_be_excluded(client, answered, outsider):
+    study, annotators = answered
+    leaver = annotators[-1]
+    membership_remove(study=study, user=leaver, by=study.created_by)
+    client.force_login(study.created_by)
+    response = client.post(_url(study, leaver), {"action": "exclude", "reason": "left, spammed"})
+    assert response.status_code == 302
+    assert excluded_annotator_ids(study=study) == {leaver.pk}
+    # someone who neither takes part nor answered does not exist here
+    assert (
+        client.post(_url(study, outsider), {"action": "exclude", "reason": "x"}).status_code == 404
+    )
