@@ -1,10 +1,19 @@
-"""Query and upload serializers of the exchange endpoints (Label Studio import and export)."""
+"""Query and upload serializers of the exchange endpoints (Label Studio import and export),
+and the OpenAPI responses of every tabular download."""
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
 from rest_framework import serializers
 
 from apps.exchange.identity import IDENTITIES, USERNAMES
+
+#: ``@extend_schema(responses=...)`` of an endpoint streaming CSV, JSON Lines or Parquet.
+TABULAR_RESPONSES = {
+    (200, "text/csv"): OpenApiTypes.STR,
+    (200, "application/x-ndjson"): OpenApiTypes.STR,
+    (200, "application/vnd.apache.parquet"): OpenApiTypes.BINARY,
+}
 
 
 class LabelStudioImportSerializer(serializers.Serializer):

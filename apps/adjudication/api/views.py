@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.http import HttpResponseBase
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
@@ -17,6 +16,7 @@ from apps.adjudication.api.serializers import (
     AggregatedQuerySerializer,
 )
 from apps.adjudication.exporting import aggregated_provenance, aggregated_response
+from apps.exchange.api import TABULAR_RESPONSES
 from apps.studies.api.permissions import STUDY_PK, InStudyMixin, IsStudyManager
 
 
@@ -36,11 +36,7 @@ class AggregatedLabelsViewSet(InStudyMixin, GenericViewSet):
 
     @extend_schema(
         parameters=[AggregatedQuerySerializer],
-        responses={
-            (200, "text/csv"): OpenApiTypes.STR,
-            (200, "application/x-ndjson"): OpenApiTypes.STR,
-            (200, "application/vnd.apache.parquet"): OpenApiTypes.BINARY,
-        },
+        responses=TABULAR_RESPONSES,
         description="Download the aggregated labels, streamed: per item and categorical "
         "question the majority (ties marked), the Dawid-Skene posterior and label, the latest "
         "adjudication, the number of answers and the disagreement (AAD-RMSE). `format` picks "

@@ -36,7 +36,7 @@ from apps.annotations.exporting import export_response, provenance
 from apps.annotations.models import Annotation, Assignment, Revision
 from apps.annotations.selectors import annotator_progress, assignment_next
 from apps.annotations.services import annotation_undo_last, annotations_submit, assignment_skip
-from apps.exchange.api import LabelStudioExportQuerySerializer
+from apps.exchange.api import TABULAR_RESPONSES, LabelStudioExportQuerySerializer
 from apps.exchange.huggingface import dataset_response
 from apps.exchange.label_studio import label_studio_config, label_studio_tasks
 from apps.studies.api.permissions import (
@@ -181,11 +181,7 @@ class StudyAnnotationViewSet(InStudyMixin, GenericViewSet):
 
     @extend_schema(
         parameters=[ExportQuerySerializer],
-        responses={
-            (200, "text/csv"): OpenApiTypes.STR,
-            (200, "application/x-ndjson"): OpenApiTypes.STR,
-            (200, "application/vnd.apache.parquet"): OpenApiTypes.BINARY,
-        },
+        responses=TABULAR_RESPONSES,
         description="Download the study's annotations, streamed. `format` picks the file "
         "format (this endpoint ignores `Accept`, so `?format=` is free for it); Parquet has "
         "typed columns. `curated=1` leaves out the annotators excluded on the quality "
