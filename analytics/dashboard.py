@@ -22,7 +22,15 @@ from analytics.intervals import evidence_text, freshness, interval_text
 from analytics.metrics.outliers import landis_koch_band
 from analytics.models import Exclusion, Flag, QualitySnapshot
 from analytics.pipeline import answers_waiting
-from analytics.plotting import SPARK_H, SPARK_W, fmt, heatmap_layout, map_layout, sparkline
+from analytics.plotting import (
+    SPARK_H,
+    SPARK_W,
+    fmt,
+    heatmap_layout,
+    map_layout,
+    spark_note,
+    sparkline,
+)
 from analytics.selectors import (
     active_exclusions,
     latest_snapshot,
@@ -44,6 +52,12 @@ class Row:
     exclusion: Exclusion | None = None
     band: str = ""
     trend: str = ""
+    trend_note: str = ""
+
+
+def _trend(label: str, values: list[float | None], last: str) -> dict[str, str]:
+    """One line of the "Over time" card: its sparkline, or a note while it has < 2 points."""
+    return {"label": label, "points": sparkline(values), "note": spark_note(values), "last": last}
 
 
 def dashboard_questions(study: Study) -> list[Question]:
@@ -169,6 +183,7 @@ def dashboard_context(
                 exclusion=exclusions.get(user_id),
                 band=_band(mine),
                 trend=sparkline(trend_of[user_id]),
+                trend_note=spark_note(trend_of[user_id]),
             )
         )
     # by name only: a key that flags or exclusions change would move the next row's buttons
@@ -205,28 +220,24 @@ def dashboard_context(
         intervals_freshness=freshness(study_figures),
         trends=[
             *(
-                {
-                    "label": figure.label,
-                    "points": sparkline(
-                        [p["indicators"].get("study", {}).get(figure.key) for p in history]
-                    ),
-                    "last": fmt(study_figures[figure.key], figure.format),
-                }
+                _trend(
+                    figure.label,
+                    [p["indicators"].get("study", {}).get(figure.key) for p in history],
+                    fmt(study_figures[figure.key], figure.format),
+                )
                 for figure in shown
                 if figure.headline
             ),
-            {
-                "label": f"Median {agreement.label[0].lower()}{agreement.label[1:]}",
-                "points": sparkline([median_of(p["indicators"], agreement.key) for p in history]),
-                "last": fmt(median_of(indicators, agreement.key), agreement.format),
-            },
-            {
-                "label": "Ratings",
-                "points": sparkline(
-                    [p["indicators"].get("study", {}).get("n_ratings") for p in history]
-                ),
-                "last": str(study_figures.get("n_ratings", 0)),
-            },
+            _trend(
+                f"Median {agreement.label[0].lower()}{agreement.label[1:]}",
+                [median_of(p["indicators"], agreement.key) for p in history],
+                fmt(median_of(indicators, agreement.key), agreement.format),
+            ),
+            _trend(
+                "Ratings",
+                [p["indicators"].get("study", {}).get("n_ratings") for p in history],
+                str(study_figures.get("n_ratings", 0)),
+            ),
         ],
         open_flags=sum(f.status == Flag.Status.OPEN and f.active for f in flags),
         min_evidence=config.evidence_needed("items"),

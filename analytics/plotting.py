@@ -42,6 +42,10 @@ CIVIDIS = (
 HEATMAP_SIZE = 480.0
 MAP_SIZE = 360.0
 SPARK_W, SPARK_H = 96.0, 24.0
+CELL_TEXT_MIN = 44.0
+"""Smallest heatmap cell (SVG units) that prints its value."""
+LABEL_W, LABEL_H = 7.5, 15.0
+"""Width of a character and height of a line of the map's point labels (13 px, SVG units)."""
 
 
 _STOPS = np.array([[int(c[k : k + 2], 16) for k in (1, 3, 5)] for c in CIVIDIS], dtype=float)
@@ -78,6 +82,13 @@ def sparkline(values: Sequence[float | None]) -> str:
     return " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, y, strict=True))
 
 
+def spark_note(values: Sequence[float | None]) -> str:
+    """What stands in for a sparkline of fewer than two known points: "one point so far" or
+    "no points yet" ("" when :func:`sparkline` draws a line)."""
+    known = sum(v is not None for v in values)
+    return "" if known >= 2 else "one point so far" if known == 1 else "no points yet"
+
+
 def px(value: float) -> str:
     """An SVG coordinate, formatted here once (template filters cost more than the plot)."""
     return f"{value:.1f}"
@@ -97,8 +108,9 @@ def heatmap_layout(
 ) -> dict[str, Any]:
     """Cells, row labels and legend of an annotator x annotator heatmap in ``order``.
 
-    Values print inside the cells when a cell is at least 30 px wide; every cell has a tooltip
-    naming the pair and ``what`` the value measures. The legend spans 0 to 1 (cividis).
+    Values print inside the cells when a cell is at least :data:`CELL_TEXT_MIN` wide (the
+    text stays >= 11 px on screen, ``plots.css``); every cell has a tooltip naming the pair and
+    ``what`` the value measures. The legend spans 0 to 1 (cividis).
     """
     cell = size / max(len(order), 1)
     pairs = [(i, a, j, b) for i, a in enumerate(order) for j, b in enumerate(order)]
@@ -112,7 +124,7 @@ def heatmap_layout(
             "ty": px((i + 0.5) * cell),
             "fill": fill,
             "ink": _ink(value),
-            "text": fmt(value, "{:.2f}") if cell >= 30 else "",
+            "text": fmt(value, "{:.2f}") if cell >= CELL_TEXT_MIN else "",
             "title": f"{names[a]} × {names[b]}: {what} {fmt(value, '{:.2f}')}",
         }
         for (i, a, j, b), value, fill in zip(pairs, values, colours(values), strict=True)
@@ -141,13 +153,86 @@ def map_layout(
     scale = (MAP_SIZE - 140) / max(float((hi - lo).max()), 1e-9)
     centre = (lo + hi) / 2
     middle = (30 + MAP_SIZE - 110) / 2
+    cx = middle + (xy[:, 0] - centre[0]) * scale
+    cy = MAP_SIZE / 2 - (xy[:, 1] - centre[1]) * scale
+    labels = place_labels(
+        cx, cy, [names[k][:14] for k, _ in placed], width=MAP_SIZE, height=MAP_SIZE
+    )
     points = [
         {
-            "cx": px(middle + (x - centre[0]) * scale),
-            "cy": px(MAP_SIZE / 2 - (y - centre[1]) * scale),
+            "cx": px(x),
+            "cy": px(y),
             "name": names[k],
             "flagged": k in flagged,
+            **label,
         }
-        for (k, _), (x, y) in zip(placed, xy, strict=True)
+        for (k, _), x, y, label in zip(placed, cx, cy, labels, strict=True)
     ]
     return {"points": points, "size": MAP_SIZE}
+
+
+#: Where a label may sit around its point: (dx, dy of the text's anchor, text-anchor), in
+#: order of preference: right, left, above, below, then the four diagonals.
+_SPOTS = (
+    (8.0, 4.5, "start"),
+    (-8.0, 4.5, "end"),
+    (0.0, -9.0, "middle"),
+    (0.0, 18.0, "middle"),
+    (7.0, -8.0, "start"),
+    (-7.0, -8.0, "end"),
+    (7.0, 17.0, "start"),
+    (-7.0, 17.0, "end"),
+)
+
+
+def _box(x: float, y: float, dx: float, dy: float, anchor: str, n: int) -> np.ndarray:
+    """``[left, top, right, bottom]`` of an ``n``-character label anchored at ``(x+dx, y+dy)``."""
+    w = n * LABEL_W
+    left = x + dx - {"start": 0.0, "middle": w / 2, "end": w}[anchor]
+    return np.array([left, y + dy - LABEL_H + 4, left + w, y + dy + 4])
+
+
+def place_labels(
+    x: np.ndarray, y: np.ndarray, texts: list[str], *, width: float, height: float
+) -> list[dict[str, str]]:
+    """Positions of point labels that overlap no other label and no point, inside the plot.
+
+    Greedy, points from the top down: each label takes the first spot of :data:`_SPOTS`
+    that is free; if none is, the right-hand spot is moved down (then up) in line steps
+    until it is, and a leader line joins it to its point. Returns per label ``dx``/``dy``
+    (the text's anchor relative to the point), ``anchor`` and ``leader`` (``""`` or the
+    line's end, relative to the point).
+    """
+    n = len(texts)
+    markers = np.stack([x - 6, y - 7, x + 6, y + 6], axis=1) if n else np.zeros((0, 4))
+    taken: list[np.ndarray] = []
+    placed: list[dict[str, str] | None] = [None] * n
+
+    def free(box: np.ndarray, own: int) -> bool:
+        if box[0] < 2 or box[1] < 2 or box[2] > width - 2 or box[3] > height - 2:
+            return False
+        others = np.delete(markers, own, axis=0)
+        for other in (*taken, *others):
+            if box[0] < other[2] and other[0] < box[2] and box[1] < other[3] and other[1] < box[3]:
+                return False
+        return True
+
+    spots = [(dx, dy, anchor, False) for dx, dy, anchor in _SPOTS]
+    for step in range(1, 12):  # then off to a side, a line further each time, with a leader
+        for dx, anchor in ((14.0, "start"), (-14.0, "end")):
+            spots += [(dx, 4.5 + sign * step * LABEL_H, anchor, True) for sign in (1, -1)]
+    for i in np.argsort(y, kind="stable"):
+        size = len(texts[i])
+        dx, dy, anchor, leader = next(
+            (spot for spot in spots if free(_box(x[i], y[i], *spot[:3], size), int(i))),
+            (*_SPOTS[0], False),  # nowhere free: the right-hand spot, overlapping
+        )
+        box = _box(x[i], y[i], dx, dy, anchor, size)
+        taken.append(box)
+        placed[i] = {
+            "dx": px(dx),
+            "dy": px(dy),
+            "anchor": anchor,
+            "leader": f"{px(dx - np.sign(dx) * 2)},{px(dy - 4)}" if leader else "",
+        }
+    return [p for p in placed if p is not None]

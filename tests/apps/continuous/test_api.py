@@ -196,7 +196,7 @@ def test_manager_page_draws_the_traces_and_the_truth(client, trace_study):
     assert "<svg" in page
     gold = client.get(url, {"item": ts.gold_item.pk}, headers={"HX-Request": "true"})
     text = gold.content.decode()
-    assert text.lstrip().startswith('<div id="overlay">')
+    assert text.lstrip().startswith('<div id="overlay" data-trace-overlay>')
     assert "trace-overlay__line--truth" in text
 
 
