@@ -31,6 +31,7 @@ EVIDENCE_SETTINGS = {
     "triplets": "QUALITY_MIN_TRIPLETS",
     "traces": "QUALITY_MIN_TRACES",
     "gold_items": "QUALITY_MIN_GOLD_ITEMS",
+    "gold_checks": "QUALITY_MIN_GOLD_ITEMS",  # attention checks (the Wilson interval decides)
 }
 UPDATE_MODES = ("inline", "thread", "worker")
 

@@ -13,7 +13,7 @@ import numpy as np
 from django.core.exceptions import ValidationError
 
 from analytics.config import quality_config
-from analytics.indicators import Derived
+from analytics.indicators import Derived, Indicator
 from analytics.intervals import IntervalSet
 from analytics.metrics.intervals import indicator_intervals_categorical, retest_kappa_interval
 from analytics.metrics.uncertainty import Interval, dawid_skene_competence_bootstrap
@@ -24,6 +24,11 @@ from apps.annotations.exporting import annotation_export_rows
 from apps.annotations.models import Assignment
 from apps.categorical import indicators as figures
 from apps.categorical import quality
+from apps.recruitment.indicators import (
+    GOLD_ACCURACY,
+    gold_accuracy_publish,
+    with_attention_floor,
+)
 from apps.studies.kinds import QuestionKind
 from apps.studies.models import Label, Question
 
@@ -79,7 +84,7 @@ class CategoricalKind(QuestionKind):
     key = Question.Kind.CATEGORICAL.value
     label = Question.Kind.CATEGORICAL.label
     queue = True
-    indicators = figures.INDICATORS
+    indicators = (*figures.INDICATORS, GOLD_ACCURACY)
     count = figures.ITEMS_DONE.key
     agreement = figures.COHEN_KAPPA.key
     study_figures = (figures.ALPHA, figures.FLEISS_KAPPA)
@@ -139,6 +144,11 @@ class CategoricalKind(QuestionKind):
             rebuild=rebuild,
             refresh=refresh,
         )
+        gold_accuracy_publish(derived, question=question)
+
+    def indicators_for(self, question: Question) -> tuple[Indicator, ...]:
+        """The attention-check rule's floor is the study's attention floor."""
+        return with_attention_floor(self.indicators, question=question)
 
     def intervals(self, question: Question) -> IntervalSet | None:
         """Kappa with others (analytic), mean AAD and alpha (item bootstrap) and Fleiss'

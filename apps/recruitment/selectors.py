@@ -184,17 +184,18 @@ class GoldAccuracy:
     interval: Interval
 
 
-def gold_accuracy(*, study: Study) -> dict[int, GoldAccuracy]:
-    """Per annotator (id), accuracy on the study's attention-check gold answers.
+def gold_accuracy(*, study: Study, question: Question | None = None) -> dict[int, GoldAccuracy]:
+    """Per annotator (id), accuracy on the study's attention-check gold answers (only those
+    of ``question`` when given).
 
     Counts each live answer (latest revision, not retracted) to a question with a ``check``
     gold answer, in any round; the interval is Wilson's (:func:`wilson_interval`). Annotators
     without such answers are absent.
     """
-    gold = {
-        (g.item_id, g.question_id): g.value
-        for g in GoldAnswer.objects.filter(item__study=study, use=GoldAnswer.Use.CHECK)
-    }
+    checks = GoldAnswer.objects.filter(item__study=study, use=GoldAnswer.Use.CHECK)
+    if question is not None:
+        checks = checks.filter(question=question)
+    gold = {(g.item_id, g.question_id): g.value for g in checks}
     if not gold:
         return {}
     rows = Annotation.objects.filter(

@@ -1,0 +1,64 @@
+"""The attention-check indicator: each annotator's accuracy on a question's hidden gold items.
+
+Declared like every indicator (:class:`~analytics.indicators.Indicator`) and listed by the
+categorical kind, so the dashboard shows it as a column (only for questions with attention
+checks), the API and exports carry it with its interval and evidence, and the flag rules judge
+it: an annotator is flagged once the Wilson interval of their accuracy lies below the study's
+attention floor (``Recruitment.attention_floor``), or stands out from the others'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from analytics.indicators import Derived, FlagRule, Indicator, json_ready
+from apps.recruitment.models import Recruitment
+from apps.recruitment.selectors import gold_accuracy
+from apps.studies.models import Question
+
+GOLD_ACCURACY = Indicator(
+    "gold_accuracy",
+    "Attention checks",
+    direction="higher",
+    rule=FlagRule("accuracy on attention checks", floor=0.7),
+    evidence="gold_checks",
+    interval="gold_accuracy",
+)
+
+
+def with_attention_floor(
+    indicators: tuple[Indicator, ...], *, question: Question
+) -> tuple[Indicator, ...]:
+    """``indicators`` with the attention-check rule's floor set to the study's own floor."""
+    recruitment = Recruitment.objects.filter(study_id=question.study_id).first()
+    if recruitment is None or GOLD_ACCURACY.rule is None:
+        return indicators
+    rule = replace(GOLD_ACCURACY.rule, floor=recruitment.attention_floor)
+    return tuple(
+        replace(spec, rule=rule) if spec.key == GOLD_ACCURACY.key else spec for spec in indicators
+    )
+
+
+def gold_accuracy_publish(derived: Derived, *, question: Question) -> None:
+    """Add the annotators' accuracy on the question's attention checks to ``derived``: the
+    value, the evidence (checks answered) and the Wilson interval, on its annotator axis.
+
+    Nothing is added for a question without attention checks (no dashboard column).
+    """
+    found = gold_accuracy(study=question.study, question=question)
+    if not found:
+        return
+    rows = [found.get(annotator) for annotator in derived.annotators]
+    derived.indicators[GOLD_ACCURACY.key] = [
+        None if row is None else json_ready(row.interval.estimate) for row in rows
+    ]
+    derived.evidence[GOLD_ACCURACY.evidence] = [0 if row is None else row.checked for row in rows]
+    derived.intervals[str(GOLD_ACCURACY.interval)] = [
+        None
+        if row is None
+        else [
+            *json_ready([row.interval.estimate, row.interval.low, row.interval.high]),
+            row.checked,
+        ]
+        for row in rows
+    ]
