@@ -99,3 +99,10 @@ class PairwiseSettingsForm(forms.Form):
         help_text="An annotator whose transitivity kappa falls below it is asked every pair "
         f"and flagged: a number in {range_text(KAPPA_FLOOR_RANGE)}.",
     )
+    batch_size = forms.IntegerField(
+        label="Batch size",
+        initial=PAIRWISE_DEFAULTS.batch_size,
+        help_text="Each annotator ranks this many of their items, batches overlapping between "
+        "annotators and favouring the items least certain so far; the pooled ranking merges "
+        "them. 0: every item; otherwise a whole number, 2 or more.",
+    )

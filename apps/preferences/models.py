@@ -38,12 +38,18 @@ class PairwiseSettings:
     kappa_floor : float
         Transitivity kappa below which pruning stops for an annotator: every pair not yet
         asked is then asked.
+    batch_size : int
+        0: each annotator ranks all their items. Otherwise an annotator with more items ranks
+        a batch of this many, drawn when they start (:func:`~apps.preferences.scheduling.
+        batch_draw`): the items in fewest batches so far, then the least compared, so that
+        batches overlap evenly and favour the items whose pooled score is least certain.
     """
 
     strict: bool = False
     calibration_triplets: int = 10
     audit_rate: float = 0.1
     kappa_floor: float = 0.4
+    batch_size: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,6 +98,9 @@ def clean_pairwise_settings(raw: Any) -> PairwiseSettings:
     triplets = values["calibration_triplets"]
     if isinstance(triplets, bool) or not isinstance(triplets, int) or triplets < 0:
         errors["calibration_triplets"] = "Give a whole number of triplets, 0 or more."
+    batch = values["batch_size"]
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 0 or batch == 1:
+        errors["batch_size"] = "Give a whole number of items, 2 or more (0: every item)."
     for name, bounds in (("audit_rate", AUDIT_RATE_RANGE), ("kappa_floor", KAPPA_FLOOR_RANGE)):
         low, high, closed = bounds
         value = values[name]

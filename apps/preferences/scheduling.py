@@ -112,7 +112,7 @@ import math
 import random
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -1318,3 +1318,51 @@ class ReplayCache:
         with self._lock:
             self._schedulers.clear()
             self._items = 0
+
+
+def batch_draw(
+    items: Sequence[int],
+    *,
+    size: int,
+    coverage: Mapping[int, int],
+    comparisons: Mapping[int, float],
+    rng: np.random.Generator,
+) -> list[int]:
+    """The items one annotator ranks of a question whose pool is larger than a batch.
+
+    Parameters
+    ----------
+    items : sequence of int
+        The annotator's items (their round-1 assignments), in queue order.
+    size : int
+        Batch size; all of ``items`` when there are no more.
+    coverage : mapping item -> int
+        In how many annotators' batches each item already is (missing: 0).
+    comparisons : mapping item -> float
+        How many pooled judgements each item is in so far (missing: 0).
+    rng : numpy.random.Generator
+        Breaks the remaining ties, so that batches drawn in one round differ.
+
+    Returns
+    -------
+    list of int
+        ``size`` items, in queue order.
+
+    Notes
+    -----
+    Items are taken in order of least coverage first, so every item is in
+    ``floor(k size / n)`` or one more of the first k batches (balanced); among items equally
+    covered, the fewest pooled comparisons first: a Bradley-Terry standard error is about
+    :math:`1 / \\sqrt{d_i}` in the information :math:`d_i` of an item's comparisons
+    (:func:`~analytics.metrics.preferences.bradley_terry`), so these are the items whose
+    pooled score is least certain. Once every item is in a batch, the next batches straddle
+    the earlier ones (they take the least compared items of many batches), which joins
+    the batches' rankings into one comparison graph; cost O(items log items).
+    """
+    pool = np.asarray(items, dtype=np.int64)
+    if size >= pool.size:
+        return [int(item) for item in pool]
+    covered = np.array([coverage.get(int(item), 0) for item in pool])
+    compared = np.array([comparisons.get(int(item), 0.0) for item in pool])
+    chosen = np.lexsort((rng.random(pool.size), compared, covered))[:size]
+    return [int(item) for item in pool[np.sort(chosen)]]

@@ -12,14 +12,14 @@ transactions take the write lock at BEGIN, nobody waits for it.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, cast
 
 import numpy as np
 from django.core.exceptions import ValidationError
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from analytics.metrics.preferences import (
     SideBias,
@@ -486,6 +486,22 @@ def question_scores(*, question: Question) -> QuestionScores:
     )
 
 
+def batch_evidence(*, question: Question) -> tuple[Counter[int], Counter[int]]:
+    """What a new annotator's batch is drawn from (:func:`~apps.preferences.scheduling.
+    batch_draw`): per item, in how many sessions' items it is, and in how many judgements not
+    retracted. Two aggregate queries and the sessions' item lists: O(sessions' items + items).
+    """
+    coverage: Counter[int] = Counter()
+    for items in PairSession.objects.filter(question=question).values_list("items", flat=True):
+        coverage.update(items)
+    comparisons: Counter[int] = Counter()
+    kept = Judgement.objects.filter(question=question).kept()
+    for side in ("item_a", "item_b"):
+        counted = kept.values(side).annotate(n=Count("id")).values_list(side, "n")
+        comparisons.update(dict(counted))
+    return coverage, comparisons
+
+
 def judgements_visible_to(*, user: Account) -> QuerySet[Judgement]:
     """Managers see every judgement of their studies; annotators only their own."""
     visible = Q(question__study__in=studies_managed_by(user=user)) | Q(
@@ -509,6 +525,8 @@ def judgement_progress(*, question: Question, annotator: Account) -> dict[str, i
         pairwise = clean_pairwise_settings(question.settings)
     except ValidationError:
         n = 0
+    if pairwise.batch_size:
+        n = min(n, pairwise.batch_size)
     if n < 2:
         return {"done": 0, "total": 0, "percent": 0}
     fresh = PairScheduler(

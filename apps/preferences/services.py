@@ -39,6 +39,7 @@ from __future__ import annotations
 import secrets
 import uuid
 
+import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max
@@ -50,10 +51,18 @@ from apps.preferences.models import (
     Judgement,
     JudgementQuerySet,
     PairSession,
+    PairwiseSettings,
     Retraction,
     clean_pairwise_settings,
 )
-from apps.preferences.selectors import PairState, pair_state, replay_key, replays
+from apps.preferences.scheduling import batch_draw
+from apps.preferences.selectors import (
+    PairState,
+    batch_evidence,
+    pair_state,
+    replay_key,
+    replays,
+)
 from apps.recruitment.access import participant_check_answering
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Membership, Question, Study
@@ -86,10 +95,29 @@ def _assigned_items(*, question: Question, annotator: Account) -> list[int]:
     )
 
 
+def _session_items(
+    *, question: Question, annotator: Account, settings: PairwiseSettings, seed: int
+) -> list[int]:
+    """The items a session ranks: the annotator's round-1 items, or a batch of them."""
+    items = _assigned_items(question=question, annotator=annotator)
+    if not 0 < settings.batch_size < len(items):
+        return items
+    coverage, comparisons = batch_evidence(question=question)
+    return batch_draw(
+        items,
+        size=settings.batch_size,
+        coverage=coverage,
+        comparisons=comparisons,
+        rng=np.random.default_rng(seed),
+    )
+
+
 def _session(*, question: Question, annotator: Account) -> PairSession:
     """Get or create the annotator's session, safe against concurrent first visits.
 
-    A new session freezes the annotator's round-1 items (queue order) and the question's
+    A new session freezes the annotator's round-1 items (queue order), or a batch of them
+    when the question has a ``batch_size`` (:func:`~apps.preferences.scheduling.batch_draw`;
+    two annotators starting at the same moment may draw the same batch), and the question's
     settings, and draws a random seed. The items are read only when needed (they may be
     100,000 ids).
     """
@@ -98,14 +126,13 @@ def _session(*, question: Question, annotator: Account) -> PairSession:
         return PairSession.objects.defer("items").get(**lookup)
     except PairSession.DoesNotExist:
         pass
-    settings = clean_pairwise_settings(question.settings).as_dict()
+    settings = clean_pairwise_settings(question.settings)
+    seed = secrets.randbelow(2**31)
+    items = _session_items(question=question, annotator=annotator, settings=settings, seed=seed)
     try:
         with transaction.atomic():
             PairSession.objects.create(
-                **lookup,
-                seed=secrets.randbelow(2**31),
-                items=_assigned_items(question=question, annotator=annotator),
-                settings=settings,
+                **lookup, seed=seed, items=items, settings=settings.as_dict()
             )
     except IntegrityError:
         pass  # a concurrent first visit created it; both use that one
@@ -121,7 +148,12 @@ def _state(*, question: Question, annotator: Account, keep: bool = True) -> Pair
     session = _session(question=question, annotator=annotator)
     state = pair_state(session=session, keep=keep)
     if len(state.scheduler.items) < 2:
-        items = _assigned_items(question=question, annotator=annotator)
+        items = _session_items(
+            question=question,
+            annotator=annotator,
+            settings=state.settings,
+            seed=session.seed,
+        )
         if len(items) > len(state.scheduler.items):
             PairSession.objects.filter(pk=session.pk).update(items=items)
             session.items = items

@@ -52,6 +52,7 @@ class TestSettings:
             "calibration_triplets": 10,
             "audit_rate": 0.1,
             "kappa_floor": 0.4,
+            "batch_size": 0,
         }
 
     def test_errors_name_the_setting(self):
