@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from analytics.indicators import Derived, FlagRule, Indicator, json_ready
 from apps.recruitment.models import Recruitment
 from apps.recruitment.selectors import gold_accuracy
@@ -57,7 +59,7 @@ def gold_accuracy_publish(derived: Derived, *, question: Question) -> None:
         None
         if row is None
         else [
-            *json_ready([row.interval.estimate, row.interval.low, row.interval.high]),
+            *json_ready(np.array(row.interval[:3], dtype=float)),
             row.checked,
         ]
         for row in rows

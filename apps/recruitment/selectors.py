@@ -103,9 +103,9 @@ def participant_page(*, participant: Participant) -> str:
 
 
 # The page of each question kind answered outside the queue, by URL name (study id, key).
-WORK_PAGES = {
-    Question.Kind.CONTINUOUS: "continuous:record_next",
-    Question.Kind.PAIRWISE: "preferences:compare",
+WORK_PAGES: dict[str, str] = {
+    Question.Kind.CONTINUOUS.value: "continuous:record_next",
+    Question.Kind.PAIRWISE.value: "preferences:compare",
 }
 
 
