@@ -11,21 +11,37 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import (
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+)
+from django.db.models.expressions import OrderBy
 from django.db.models.functions import Coalesce
 
 from analytics.models import Flag
+from apps.adjudication.models import PredictedDisagreement
 from apps.annotations.models import Annotation
 from apps.items.models import Item
 from apps.preferences.models import Judgement
 from apps.studies.models import Question, Study
 
-SORTS: dict[str, tuple[str, tuple[str, ...]]] = {
+SORTS: dict[str, tuple[str, tuple[str | OrderBy, ...]]] = {
     "position": ("Queue order", ("position", "id")),
     "external_id": ("External id, A to Z", ("external_id",)),
     "-external_id": ("External id, Z to A", ("-external_id",)),
     "-answers": ("Most answers first", ("-answers", "position", "id")),
     "answers": ("Fewest answers first", ("answers", "position", "id")),
+    "-predicted": (
+        "Predicted disagreement, highest first",
+        (F("predicted").desc(nulls_last=True), "position", "id"),
+    ),
 }
 """The list's orders by key: their label and the fields (every one ends on a unique key)."""
 
@@ -34,7 +50,8 @@ SORTS: dict[str, tuple[str, tuple[str, ...]]] = {
 class ItemFilter:
     """What the items list shows: a search text (external id or text, any case), the item's
     kind, a range of answers, only disputed items, only items with a flagged annotator's
-    answer, and the order (a key of :data:`SORTS`)."""
+    answer, and the order (a key of :data:`SORTS`; ``-predicted``: the predicted disagreement
+    of items nobody has answered enough, :mod:`apps.adjudication`, highest first)."""
 
     search: str = ""
     kind: str = ""
@@ -59,7 +76,8 @@ def _figures(study: Study) -> dict[str, Any]:
     """The list's figures of each item as expressions: ``answers`` (live queue and trace
     answers, plus kept judgements in a study with pairwise questions), ``disputed`` (two live
     answers of one question with different labels) and ``flagged`` (a live answer by an
-    annotator whose flag on that question holds and was not dismissed)."""
+    annotator whose flag on that question holds and was not dismissed) and ``predicted``
+    (the highest predicted disagreement of the item over the study's questions, if any)."""
     answers = _count(_live_answers())
     if study.questions.filter(kind=Question.Kind.PAIRWISE).exists():
         judged = Judgement.objects.filter(
@@ -75,10 +93,12 @@ def _figures(study: Study) -> dict[str, Any]:
     flags = Flag.objects.filter(
         question=OuterRef("question"), annotator=OuterRef("annotator"), active=True
     ).exclude(status=Flag.Status.DISMISSED)
+    predicted = PredictedDisagreement.objects.filter(item=OuterRef("pk")).order_by("-value")
     return {
         "answers": answers,
         "disputed": Exists(disputed),
         "flagged": Exists(_live_answers().filter(Exists(flags))),
+        "predicted": Subquery(predicted.values("value")[:1]),
     }
 
 
@@ -96,6 +116,7 @@ def items_listed(*, study: Study, filters: ItemFilter) -> QuerySet[Item]:
         or filters.sort in ("answers", "-answers"),
         "disputed": filters.disputed,
         "flagged": filters.flagged,
+        "predicted": filters.sort == "-predicted",
     }
     items = study.items.annotate(**{key: figures[key] for key, need in needed.items() if need})
     if filters.search:
@@ -116,8 +137,8 @@ def items_listed(*, study: Study, filters: ItemFilter) -> QuerySet[Item]:
 
 
 def items_with_figures(*, study: Study, ids: Sequence[int]) -> list[Item]:
-    """The items of ``ids`` in that order, each with its ``answers``, ``disputed`` and
-    ``flagged`` (:func:`items_listed`), in one query."""
+    """The items of ``ids`` in that order, each with its ``answers``, ``disputed``,
+    ``flagged`` and ``predicted`` (:func:`items_listed`), in one query."""
     found = study.items.filter(pk__in=ids).annotate(**_figures(study)).in_bulk()
     return [found[pk] for pk in ids]
 

@@ -223,3 +223,22 @@ def test_answers_retrain_the_forecast_on_the_background_thread(settings, monkeyp
     forecast = DisagreementForecast.objects.get(question=question)
     assert forecast.n_train == N_ANSWERED + 1
     assert not forecast.predictions.filter(item=item).exists()
+
+
+def test_the_items_list_shows_and_sorts_by_predicted_disagreement(client, text_study):
+    study, _, _ = text_study
+    forecast = DisagreementForecast.objects.get(question__study=study)
+    expected = list(
+        forecast.predictions.order_by("-value", "item__position").values_list(
+            "item__external_id", flat=True
+        )
+    )
+    client.force_login(study.created_by)
+    url = reverse("items:list", args=[study.pk])
+    page = client.get(url, {"sort": "-predicted"})
+    assert page.status_code == 200
+    rows = page.context["rows"]
+    assert [item.external_id for item in rows[: len(expected)]] == expected
+    assert all(item.predicted is None for item in rows[len(expected) :])  # answered: none
+    assert "Predicted disagreement" in page.content.decode()
+    assert f'data-predicted="{rows[0].predicted}"' in page.content.decode()
