@@ -27,6 +27,7 @@ from analytics.plotting import (
     SPARK_W,
     fmt,
     heatmap_layout,
+    interval_plot,
     map_layout,
     spark_note,
     sparkline,
@@ -248,6 +249,30 @@ def dashboard_context(
         **kind.dashboard_context(question=question, snapshot=snapshot, names=names, plots=plots),
     )
     if plots:
+        stored_intervals = indicators.get("intervals", {})
+
+        def flagged_on(key: str) -> set[int]:
+            return {
+                ids.index(f.annotator_id)
+                for f in flags
+                if f.indicator == key and f.active and f.annotator_id in ids
+            }
+
+        context["interval_plots"] = [
+            {"label": spec.label, "floor": spec.rule.floor if spec.rule else None, "plot": plot}
+            for spec in columns
+            if spec.interval
+            and (
+                plot := interval_plot(
+                    stored_intervals.get(spec.interval, []),
+                    names,
+                    floor=spec.rule.floor if spec.rule else None,
+                    flagged=flagged_on(spec.key),
+                    fmt=spec.format,
+                    unit=spec.evidence,
+                )
+            )
+        ]
         context.update(
             heatmap=heatmap_layout(matrices["kappa"], names=names, order=matrices["order"]),
             map=map_layout(matrices.get("mds"), names, flagged_idx),

@@ -236,3 +236,70 @@ def place_labels(
             "leader": f"{px(dx - np.sign(dx) * 2)},{px(dy - 4)}" if leader else "",
         }
     return [p for p in placed if p is not None]
+
+
+INTERVAL_W = 320.0
+INTERVAL_ROW = 22.0
+
+
+def interval_plot(
+    entries: Sequence[Sequence[float | int | None] | None],
+    names: Sequence[str],
+    *,
+    floor: float | None,
+    flagged: set[int],
+    fmt: str,
+    unit: str = "items",
+) -> dict[str, Any] | None:
+    """A dot-and-whisker chart of one indicator: per annotator with an interval, its estimate
+    (dot) and 95 % interval (error bar); the indicator's floor as a dashed line.
+
+    ``entries`` are the stored ``[estimate, low, high, n, ...]`` per annotator (``None``: no
+    interval, no row); ``flagged`` holds the rows flagged on this indicator. ``None`` when no
+    annotator has an interval. The x axis spans the intervals and the floor, with 5 ticks.
+    """
+    rows = [
+        (k, entry)
+        for k, entry in enumerate(entries)
+        if entry is not None and entry[1] is not None and entry[2] is not None
+    ]
+    if not rows:
+        return None
+    values = [x for _, e in rows for x in (e[1], e[2])] + ([floor] if floor is not None else [])
+    lo, hi = min(values), max(values)
+    pad = (hi - lo) * 0.05 or 0.05
+    lo, hi = lo - pad, hi + pad
+    left, right = 96.0, 12.0
+
+    def x(value: float) -> str:
+        return px(left + (value - lo) / (hi - lo) * (INTERVAL_W - left - right))
+
+    height = INTERVAL_ROW * len(rows) + 28.0
+    drawn = [
+        {
+            "y": px(INTERVAL_ROW * (i + 0.5)),
+            "top": px(INTERVAL_ROW * (i + 0.5) - 5),
+            "bottom": px(INTERVAL_ROW * (i + 0.5) + 5),
+            "x": x(float(e[0])),
+            "low": x(float(e[1])),
+            "high": x(float(e[2])),
+            "name": names[k],
+            "flagged": k in flagged,
+            "title": f"{names[k]}: {fmt.format(e[0])} [{fmt.format(e[1])}, {fmt.format(e[2])}]; "
+            f"{e[3]:,} {unit.replace('_', ' ')}",
+        }
+        for i, (k, e) in enumerate(rows)
+    ]
+    bottom = INTERVAL_ROW * len(rows)
+    ticks = [{"x": x(float(t)), "label": fmt.format(t)} for t in np.linspace(lo + pad, hi - pad, 5)]
+    return {
+        "rows": drawn,
+        "ticks": ticks,
+        "floor": None if floor is None else x(floor),
+        "width": INTERVAL_W,
+        "height": px(height),
+        "axis": px(bottom),
+        "tick_y": px(bottom + 16),
+        "left": px(left),
+        "label_x": px(left - 8),
+    }

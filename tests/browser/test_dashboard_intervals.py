@@ -35,4 +35,12 @@ def test_dashboard_shows_intervals_evidence_and_freshness(open_page, sign_in, sc
     expect(page.locator("body")).to_contain_text(
         re.compile(r"kappa with others -?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\], below")
     )
+    # error bars: one chart per indicator with intervals, the kappa floor drawn as a line
+    charts = page.locator("#quality-intervals svg.interval-plot")
+    expect(charts.first).to_be_visible(timeout=15_000)
+    expect(page.locator("#quality-intervals h3")).to_contain_text(
+        ["Kappa with others", "Mean AAD", "Dawid-Skene competence"]
+    )
+    expect(page.locator("#quality-intervals .interval-floor")).to_have_count(1)
+    expect(page.locator("#quality-intervals .errorbar--flagged").first).to_be_attached()
     screenshot(page, "dashboard-intervals")
