@@ -277,8 +277,6 @@ def annotator_exclude(*, study: Study, annotator: Account, by: Account, reason: 
     reason = reason.strip()
     if not reason:
         raise ValidationError({"reason": "Say why: the reason goes into the exports' provenance."})
-    if len(reason) > Exclusion._meta.get_field("reason").max_length:
-        raise ValidationError({"reason": "Keep the reason under 500 characters."})
     if not excludable_annotators(study=study).filter(pk=annotator.pk).exists():
         raise ValidationError({"annotator": "This user takes no part in the study."})
     current = Exclusion.objects.filter(
@@ -286,7 +284,9 @@ def annotator_exclude(*, study: Study, annotator: Account, by: Account, reason: 
     ).first()
     if current is not None:
         return current
-    exclusion = Exclusion.objects.create(study=study, annotator=annotator, by=by, reason=reason)
+    exclusion = Exclusion(study=study, annotator=annotator, by=by, reason=reason)
+    exclusion.full_clean()  # the reason's length
+    exclusion.save()
     for flag in Flag.objects.filter(study=study, annotator=annotator, status=Flag.Status.OPEN):
         _flag_set_status(
             flag=flag, actor=by, status=Flag.Status.CONFIRMED, note=f"excluded: {reason}"
