@@ -133,6 +133,9 @@ class LabelForm(ServiceFormMixin, forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["name"].required = False
+        for name, field in self.fields.items():  # the column's help, shown once for all rows
+            if field.help_text:
+                field.widget.attrs["aria-describedby"] = f"label-help-{name}"
 
 
 LabelRows = forms.formset_factory(LabelForm, extra=0)

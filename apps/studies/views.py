@@ -197,9 +197,8 @@ def _question_page(
     if action != "save":
         if not request.htmx:
             return render(request, "studies/question_form.html", context)
-        response = render(request, "studies/question_form.html#labels", context)
-        response["HX-Trigger"] = "labels-changed"  # the preview redraws itself
-        return response
+        context["oob_preview"] = True  # the rows and, out of band, their preview
+        return render(request, "studies/question_form.html#labels", context)
     if request.method == "POST" and editor.is_valid() and editor.apply(save):
         messages.success(request, saved)
         return redirect("studies:overview", study.pk)

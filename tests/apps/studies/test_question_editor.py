@@ -233,11 +233,12 @@ def test_row_buttons_work_without_javascript(client, study):
     assert not study.questions.exists()
 
 
-def test_row_buttons_with_htmx_redraw_the_rows_and_announce_it(client, study):
+def test_row_buttons_with_htmx_redraw_the_rows_and_their_preview(client, study):
     response = client.post(page(study), posted(editor="add"), HTTP_HX_REQUEST="true")
     html = response.content.decode()
     assert html.lstrip().startswith('<fieldset id="label-rows"')
-    assert response["HX-Trigger"] == "labels-changed"
+    assert '<div id="preview-body" hx-swap-oob="innerHTML">' in html  # and their preview
+    assert html.count("label-button") == 2
     assert rows_shown(html) == ["joy", "calm"]
 
 
@@ -248,7 +249,7 @@ def preview(client, study, data) -> str:
     response = client.post(page(study), {**data, "editor": "preview"}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     html = response.content.decode()
-    assert html.lstrip().startswith('<aside id="preview"')
+    assert html.lstrip().startswith('<div class="question-preview__frame" inert>')
     return html
 
 
