@@ -39,7 +39,7 @@ from analytics.indicators import (
 )
 from analytics.intervals import IntervalSet, in_evidence_units
 from analytics.metrics.categorical import kappa_from_confusion, pairwise_confusion
-from analytics.metrics.intervals import indicator_intervals_pairwise
+from analytics.metrics.intervals import indicator_intervals_pairwise, kappa_with_others_interval
 from analytics.metrics.krippendorff import coincidence_matrix
 from analytics.metrics.preferences import transitivity_kappa_from_counts
 from analytics.metrics.uncertainty import CountedTriplets
@@ -77,6 +77,7 @@ OUTCOME_KAPPA = Indicator(
     direction="higher",
     rule=FlagRule("kappa with others on shared pairs"),
     evidence="pairs",
+    interval="outcome_kappa",
 )
 AGREEMENT = Indicator("agreement", "Same outcome on shared pairs", "{:.0%}")
 INDICATORS = (
@@ -461,12 +462,26 @@ def _counted_triplets(kept: Sequence[Judgement], *, strict: bool) -> CountedTrip
     )
 
 
+def _outcome_ratings(latest: Sequence[Mapping[PairKey, int]]) -> NDArray[np.float64]:
+    """Annotators x judged pairs: each annotator's latest kept outcome code per pair (nan where
+    they did not judge it), the ratings behind the pair confusion of the live figures."""
+    pairs = {pair: k for k, pair in enumerate(sorted(set().union(*latest)))} if latest else {}
+    ratings = np.full((len(latest), len(pairs)), np.nan)
+    for row, codes in enumerate(latest):
+        for pair, code in codes.items():
+            ratings[row, pairs[pair]] = code
+    return ratings
+
+
 def judgement_intervals(question: Question) -> IntervalSet | None:
     """95 % jackknife intervals of each annotator's transitivity kappa (items left out in turn,
     :func:`~analytics.metrics.intervals.indicator_intervals_pairwise`) over the very triplets
     and tie rate the live figure counts (:func:`_counted_triplets` of :func:`_kept_after`), so
-    each interval is centred on the value shown; ``n`` in complete triplets. ``None`` before
-    the first judgement."""
+    each interval is centred on the value shown; ``n`` in complete triplets. Kappa with others
+    on shared pairs: the delta-method interval of
+    :func:`~analytics.metrics.intervals.kappa_with_others_interval` on the latest kept outcome
+    of every pair (the live pair confusion's ratings), ``n`` in pairs. ``None`` before the
+    first judgement."""
     state = QualityState.objects.filter(question=question).first()
     if state is None or not state.annotator_ids:
         return None
@@ -474,9 +489,13 @@ def judgement_intervals(question: Question) -> IntervalSet | None:
     by_annotator: dict[int, list[Judgement]] = {a: [] for a in state.annotator_ids}
     for judgement in _history(question.pk, annotator_id__in=state.annotator_ids):
         by_annotator[judgement.annotator_id].append(judgement)
+    kept = [_kept_after(mine) for mine in by_annotator.values()]
     found = indicator_intervals_pairwise(
-        [_counted_triplets(_kept_after(mine), strict=strict) for mine in by_annotator.values()],
-        strict=strict,
+        [_counted_triplets(mine, strict=strict) for mine in kept], strict=strict
+    )
+    found[OUTCOME_KAPPA.key] = kappa_with_others_interval(
+        _outcome_ratings([_latest_codes(mine) for mine in kept]),
+        min_overlap=quality_config().min_overlap,
     )
     evidence = derive_question(state, question, with_map=False).evidence
     return IntervalSet(

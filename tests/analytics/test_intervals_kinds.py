@@ -178,3 +178,14 @@ def test_trace_figures_state_the_independent_samples_they_rest_on(traced, client
     figure = first["indicators"]["kappa_sda"]
     assert (figure["effective_samples"], figure["samples"]) == (effective, samples)
     assert body["study"]["icc"]["effective_samples"] == icc[4]
+
+
+def test_pairwise_kappa_with_others_has_its_interval_centred_on_the_live_figure(judged):
+    stored = _latest(judged.question).indicators
+    live = stored["values"]["outcome_kappa"]
+    entries = stored["intervals"]["outcome_kappa"]
+    assert sum(value is not None for value in live) == 3
+    for value, entry, pairs in zip(live, entries, stored["evidence"]["pairs"], strict=True):
+        assert entry[0] == pytest.approx(value, abs=1e-4)
+        assert entry[1] <= entry[0] <= entry[2]
+        assert entry[3] == pairs
