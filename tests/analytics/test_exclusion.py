@@ -3,9 +3,6 @@ row order, and the reason in the provenance of curated exports."""
 
 from __future__ import annotations
 
-import uuid
-
-import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
@@ -16,15 +13,12 @@ from analytics.publishing import quality_publish
 from analytics.selectors import excluded_annotator_ids
 from analytics.services import annotator_exclude, annotator_include
 from apps.annotations.exporting import provenance
-from apps.annotations.models import Assignment
-from apps.annotations.services import annotations_submit
 from apps.categorical.quality import quality_process_pending
 from apps.studies.services import membership_remove
+from tests.analytics.test_dashboard import _answer_everything
 from tests.factories import running_study
 
 pytestmark = pytest.mark.django_db
-
-LABELS = ["negative", "neutral", "positive"]
 
 
 @pytest.fixture
@@ -32,16 +26,7 @@ def answered():
     """Four annotators who answered every item; the last one has an open, active flag."""
     study, annotators = running_study(n_items=8, n_annotators=4)
     question = study.questions.get()
-    rng = np.random.default_rng(0)
-    for user in annotators:
-        for assignment in Assignment.objects.filter(annotator=user, round=1):
-            annotations_submit(
-                annotator=user,
-                assignment=assignment,
-                answers={question: LABELS[rng.integers(3)]},
-                idempotency_key=uuid.uuid4(),
-                time_spent_ms=1500,
-            )
+    _answer_everything(study, annotators)
     quality_process_pending(question_id=question.pk)
     quality_publish(question_id=question.pk, rebuild=True)
     Flag.objects.create(
