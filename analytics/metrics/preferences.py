@@ -609,8 +609,14 @@ class _Comparisons(NamedTuple):
 
     def gradient(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         excess = self.wins_i - self.total * expit(theta[self.i] - theta[self.j])
-        n = theta.size
-        return np.bincount(self.i, excess, minlength=n) - np.bincount(self.j, excess, minlength=n)
+        return self.per_item(excess, -excess, theta.size)
+
+    def per_item(
+        self, on_i: NDArray[np.float64], on_j: NDArray[np.float64], n: int
+    ) -> NDArray[np.float64]:
+        """Sum values of the pairs onto their items: ``on_i`` onto i, ``on_j`` onto j."""
+        total = np.asarray(np.bincount(self.i, on_i, minlength=n), dtype=np.float64)
+        return total + np.bincount(self.j, on_j, minlength=n)
 
     def edge_information(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         """:math:`n_{ij} p_{ij} p_{ji}` per pair, the off-diagonal of the information."""
@@ -626,12 +632,17 @@ def _sum_pairs(
     keys, inverse = np.unique(lo * n + hi, return_inverse=True)
     wins_lo = np.bincount(inverse, np.where(winner == lo, weight, 0.0), minlength=keys.size)
     total = np.bincount(inverse, weight, minlength=keys.size)
-    return _Comparisons(keys // n, keys % n, wins_lo, total)
+    return _Comparisons(
+        keys // n,
+        keys % n,
+        np.asarray(wins_lo, dtype=np.float64),
+        np.asarray(total, dtype=np.float64),
+    )
 
 
 def _laplacian(pairs: _Comparisons, edge: NDArray[np.float64], n: int, alpha: float) -> csr_matrix:
     """Sparse information matrix: the graph Laplacian of ``edge`` weights plus ``alpha`` I."""
-    diagonal = np.bincount(pairs.i, edge, minlength=n) + np.bincount(pairs.j, edge, minlength=n)
+    diagonal = pairs.per_item(edge, edge, n)
     rows = np.concatenate([pairs.i, pairs.j, np.arange(n)])
     cols = np.concatenate([pairs.j, pairs.i, np.arange(n)])
     return coo_matrix(
@@ -670,15 +681,14 @@ def _approximate_se(
     mean information of an item stands in for the gauge, which belief propagation, being
     local, never sees.
     """
-    degree = np.bincount(pairs.i, edge, minlength=n) + np.bincount(pairs.j, edge, minlength=n)
+    degree = pairs.per_item(edge, edge, n)
     degree += alpha or 1e-4 * float(degree.mean())
     m_i, m_j = np.zeros_like(edge), np.zeros_like(edge)
     precision = degree
     for _ in range(max_iter):
         # The cavity precision of j without i is j's precision plus what i took from it.
         m_i, m_j = edge**2 / (precision[pairs.j] + m_j), edge**2 / (precision[pairs.i] + m_i)
-        updated = degree - np.bincount(pairs.i, m_i, minlength=n)
-        updated -= np.bincount(pairs.j, m_j, minlength=n)
+        updated = degree - pairs.per_item(m_i, m_j, n)
         converged = np.max(np.abs(updated - precision)) <= 1e-10 * np.max(precision)
         precision = updated
         if converged:
