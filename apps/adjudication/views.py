@@ -19,6 +19,7 @@ from apps.adjudication.exporting import (
     aggregated_response,
 )
 from apps.adjudication.forms import AdjudicationForm, OverlapRuleForm, PredictedOverlapForm
+from apps.adjudication.models import OverlapRule
 from apps.adjudication.selectors import (
     QuestionAggregates,
     adjudication_history,
@@ -185,9 +186,14 @@ def adjudicate(request: HttpRequest, study_id: int, question_key: str) -> HttpRe
 @login_required
 @require_POST
 def overlap(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse:
-    """Set (or with ``action=remove`` remove) the question's adaptive overlap. Managers only."""
+    """Set (or with ``action=remove`` remove) the question's adaptive overlap, then go back
+    to the page the form is on: the adjudication page, or a trace question's traces page.
+    Managers only."""
     study = managed_study(request, study_id)
-    question = _question(study, question_key)
+    question = get_object_or_404(
+        study.questions.filter(kind__in=list(OverlapRule.MEASURES_OF_KIND)), key=question_key
+    )
+    back = "continuous:traces" if question.kind == Question.Kind.CONTINUOUS else "adjudication:page"
     if request.POST.get("action") == "remove":
         if overlap_rule_remove(manager=request.user, question=question):
             messages.info(request, "Adaptive overlap removed: every item keeps its k.")
@@ -205,7 +211,7 @@ def overlap(request: HttpRequest, study_id: int, question_key: str) -> HttpRespo
         else:
             for field, errors in form.errors.items():
                 messages.error(request, f"{field}: {' '.join(errors)}")
-    return redirect(reverse("adjudication:page", args=[study.pk, question.key]))
+    return redirect(reverse(back, args=[study.pk, question.key]))
 
 
 @login_required

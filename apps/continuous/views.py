@@ -8,6 +8,8 @@ from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
+from apps.adjudication.forms import OverlapRuleForm
+from apps.adjudication.selectors import overlap_rule
 from apps.continuous.config import trace_settings
 from apps.continuous.selectors import (
     MEDIA_KINDS,
@@ -121,4 +123,6 @@ def traces(request: HttpRequest, study_id: int, question_key: str) -> HttpRespon
     if request.htmx:
         return render(request, "continuous/traces.html#overlay", context)
     context["calibration"] = calibration_report(question=question)
+    context["rule"] = rule = overlap_rule(question=question)
+    context["rule_form"] = OverlapRuleForm(instance=rule, question=question)
     return render(request, "continuous/traces.html", context)

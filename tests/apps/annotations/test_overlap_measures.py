@@ -246,3 +246,21 @@ def test_an_api_submit_does_not_look_the_rule_up():
     rule_reads = [q["sql"] for q in queries.captured_queries if "overlaprule" in q["sql"]]
     assert len(rule_reads) == 1
     assert "JOIN" in rule_reads[0]
+
+
+def test_the_traces_page_sets_a_kappa_sda_spread_rule(client):
+    ts = make_trace_study(n_annotators=2)
+    client.force_login(ts.study.created_by)
+    page_url = reverse("continuous:traces", args=[ts.study.pk, "arousal"])
+    page = client.get(page_url).content.decode()
+    assert 'value="kappa_sda_spread"' in page
+    assert 'value="aad_rmse"' not in page
+    url = reverse("adjudication:overlap", args=[ts.study.pk, "arousal"])
+    data = {"base_k": "2", "k_max": "3", "threshold": "0.8", "measure": "kappa_sda_spread"}
+    response = client.post(url, data)
+    assert response.url == page_url
+    rule = OverlapRule.objects.get(question=ts.question)
+    assert (rule.measure, rule.threshold) == (SPREAD, 0.8)
+    assert "spread above 0.8" in client.get(page_url).content.decode()
+    client.post(url, {**data, "threshold": "2.5"})  # never reached: refused, rule unchanged
+    assert OverlapRule.objects.get(question=ts.question).threshold == 0.8
