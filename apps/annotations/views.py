@@ -8,7 +8,6 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
-from django_htmx.http import HttpResponseClientRedirect
 
 from apps.annotations.exporting import (
     CONTENT_TYPES,
@@ -27,8 +26,7 @@ from apps.annotations.selectors import (
 from apps.annotations.services import annotation_undo_last, annotations_submit, assignment_skip
 from apps.exchange.huggingface import LICENSES, dataset_response
 from apps.exchange.identity import PSEUDONYMS, USERNAMES
-from apps.recruitment.selectors import participant_redirect
-from apps.recruitment.sessions import is_participant_session
+from apps.recruitment.sessions import participant_elsewhere
 from apps.studies.access import annotated_study, managed_study
 from apps.studies.models import Study
 from core.forms import ServiceFormMixin
@@ -76,16 +74,6 @@ def _queue_post(
     return form
 
 
-def _participant_elsewhere(request: HttpRequest, study: Study) -> HttpResponse | None:
-    """Send a recruited participant whose package is done or timed out on (apps.recruitment)."""
-    if not is_participant_session(request):
-        return None
-    url = participant_redirect(user=request.user, study=study)
-    if url is None:
-        return None
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def queue(request: HttpRequest, study_id: int) -> HttpResponse:
@@ -95,13 +83,13 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
     GET); with htmx the response is just the item area, holding the next item.
     """
     study = annotated_study(request, study_id)
-    if away := _participant_elsewhere(request, study):
+    if away := participant_elsewhere(request, study, here=request.path):
         return away
     questions = queue_questions(study=study)
     failed = None
     if request.method == "POST":
         form = _queue_post(request, study, questions)
-        if not form.errors and (away := _participant_elsewhere(request, study)):
+        if not form.errors and (away := participant_elsewhere(request, study, here=request.path)):
             return away
         if not form.errors and not request.htmx:
             return redirect("annotations:queue", study.pk)

@@ -119,18 +119,16 @@ def work_page(*, study: Study) -> str:
     return reverse("annotations:queue", args=[study.pk])
 
 
-def participant_redirect(*, user: Visitor, study: Study, here: str | None = None) -> str | None:
-    """For the work pages: where a recruited participant must go instead, else ``None``.
-
-    ``here`` is the page asking (the annotator queue when not given). ``None`` for everyone
-    who is not a participant of ``study`` and for a participant with an unfinished package
-    inside the time limit whose work page is ``here``.
+def participant_redirect(*, user: Visitor, study: Study, here: str) -> str | None:
+    """For a work page (``here``): where a recruited participant must go instead, else
+    ``None``: for everyone who is not a participant of ``study``, and for a participant with
+    an unfinished package inside the time limit whose work page is ``here``.
     """
     participant = participant_of(user=user, study=study)
     if participant is None:
         return None
     page = participant_page(participant=participant)
-    return None if page == (here or reverse("annotations:queue", args=[study.pk])) else page
+    return None if page == here else page
 
 
 def training_next(*, participant: Participant) -> GoldAnswer | None:
