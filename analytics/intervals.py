@@ -98,8 +98,8 @@ def _study_entry(interval: Interval) -> Entry:
     """A study-wide interval as stored (its ``n`` are the samples when it has
     ``n_effective``)."""
     effective = None if interval.n_effective is None else float(interval.n_effective)
-    parts = (float(part) for part in interval[:4])
-    return _entry(*parts, n_effective=effective, samples=float(interval.n))
+    estimate, low, high, n = (float(part) for part in interval[:4])
+    return _entry(estimate, low, high, n, n_effective=effective, samples=n)
 
 
 def interval_entries(found: IntervalSet, annotators: Sequence[int]) -> dict[str, list[Entry]]:

@@ -242,6 +242,18 @@ INTERVAL_W = 320.0
 INTERVAL_ROW = 22.0
 
 
+def _bounded(
+    entry: Sequence[float | int | None] | None,
+) -> tuple[float, float, float, int] | None:
+    """``(estimate, low, high, n)`` of a stored interval entry with both bounds, else None."""
+    if entry is None:
+        return None
+    estimate, low, high, n = entry[:4]
+    if estimate is None or low is None or high is None or n is None:
+        return None
+    return float(estimate), float(low), float(high), int(n)
+
+
 def interval_plot(
     entries: Sequence[Sequence[float | int | None] | None],
     names: Sequence[str],
@@ -258,11 +270,7 @@ def interval_plot(
     interval, no row); ``flagged`` holds the rows flagged on this indicator. ``None`` when no
     annotator has an interval. The x axis spans the intervals and the floor, with 5 ticks.
     """
-    rows = [
-        (k, entry)
-        for k, entry in enumerate(entries)
-        if entry is not None and entry[1] is not None and entry[2] is not None
-    ]
+    rows = [(k, known) for k, entry in enumerate(entries) if (known := _bounded(entry))]
     if not rows:
         return None
     values = [x for _, e in rows for x in (e[1], e[2])] + ([floor] if floor is not None else [])
@@ -280,9 +288,9 @@ def interval_plot(
             "y": px(INTERVAL_ROW * (i + 0.5)),
             "top": px(INTERVAL_ROW * (i + 0.5) - 5),
             "bottom": px(INTERVAL_ROW * (i + 0.5) + 5),
-            "x": x(float(e[0])),
-            "low": x(float(e[1])),
-            "high": x(float(e[2])),
+            "x": x(e[0]),
+            "low": x(e[1]),
+            "high": x(e[2]),
             "name": names[k],
             "flagged": k in flagged,
             "title": f"{names[k]}: {fmt.format(e[0])} [{fmt.format(e[1])}, {fmt.format(e[2])}]; "
