@@ -142,3 +142,23 @@ def test_per_question_quality_settings_are_validated_against_the_kinds_indicator
     ):
         with pytest.raises(ValidationError):
             question_create(study=study, key="bad", prompt="?", kind="rating", settings=bad)
+
+
+def test_the_question_editor_serves_a_kind_without_a_settings_form(client):
+    """No labels, no settings form, no preview template: the editor offers the fields every
+    question has and the advanced box (its quality overrides), and says there is no preview."""
+    study = StudyFactory()
+    client.force_login(study.created_by)
+    url = reverse("studies:question_create", args=[study.pk]) + "?kind=rating"
+    html = client.get(url).content.decode()
+    assert 'name="advanced"' in html
+    assert "labels-TOTAL_FORMS" not in html
+    assert 'name="settings-' not in html
+    assert "No preview for this kind of question." in html
+    override = '{"quality": {"min_evidence": {"items": 5}}}'
+    data = {"kind": "rating", "key": "score", "prompt": "How good?", "advanced": override}
+    assert client.post(url, data).status_code == 302
+    assert study.questions.get().settings["quality"]["min_evidence"] == {"items": 5}
+    response = client.post(url, {**data, "key": "other", "advanced": '{"stars": 5}'})
+    assert response.status_code == 422
+    assert "rating questions take no settings." in response.content.decode()
