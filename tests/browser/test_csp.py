@@ -109,7 +109,7 @@ def test_queue_by_keyboard_and_the_live_dashboard(watched, sign_in):
         expect(annotator.page.locator(".progress__text").first).to_contain_text(f"{n} of 8 done")
         expect(ratings).to_have_text(str(16 + n))  # pushed over the websocket
     annotator.page.keyboard.press("u")
-    expect(annotator.page.locator("#messages")).to_contain_text("undone")
+    expect(annotator.page.locator("#messages")).to_contain_text("Undone: ")
     assert manager.problems == []
     assert annotator.problems == []
 
