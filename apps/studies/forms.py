@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from django import forms
@@ -46,13 +46,13 @@ class StudyStatusForm(forms.Form):
     status = forms.ChoiceField(choices=Study.Status.choices)
 
 
-class JSONObjectField(forms.CharField):
+class JSONObjectField(forms.Field):
     """A JSON object typed in a text box; a syntax error names its line and column."""
 
     widget = forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "mono"})
 
     def to_python(self, value: Any) -> dict[str, Any]:
-        text = super().to_python(value)
+        text = str(value or "").strip()
         if not text:
             return {}
         try:
@@ -141,7 +141,7 @@ class LabelForm(ServiceFormMixin, forms.ModelForm):
 LabelRows = forms.formset_factory(LabelForm, extra=0)
 
 
-def label_rows_posted(data: QueryDict, *, prefix: str = "labels") -> list[dict[str, str]]:
+def label_rows_posted(data: Mapping[str, Any], *, prefix: str = "labels") -> list[dict[str, str]]:
     """The label rows as typed (text), from posted data, in order."""
     try:
         total = min(int(data.get(f"{prefix}-TOTAL_FORMS", 0)), LabelRows.absolute_max)
@@ -238,7 +238,7 @@ class QuestionEditor:
             else None
         )
 
-    def label_rows(self) -> list[tuple[forms.Form, int]]:
+    def label_rows(self) -> list[tuple[LabelForm, int]]:
         """Each label row with the number of answers its label has (saved questions)."""
         assert self.labels is not None
         used = label_answer_counts(question=self.question) if self.question else {}
@@ -291,7 +291,7 @@ class QuestionEditor:
             for form in self.filled_rows()
         ]
 
-    def filled_rows(self) -> list[forms.Form]:
+    def filled_rows(self) -> list[LabelForm]:
         assert self.labels is not None
         return [form for form in self.labels.forms if form.has_changed()]
 
