@@ -30,6 +30,7 @@ class TraceSettings:
     analysis_rate_hz: float = 1.0
     allow_pause: bool = True
     allow_seek: bool = False
+    allow_redo: bool = False
     sda_tolerance: float = 0.0
     max_gap_s: float = 2.0
 
@@ -51,7 +52,7 @@ _NUMBERS = (
     "sda_tolerance",
     "max_gap_s",
 )
-_FLAGS = ("allow_pause", "allow_seek")
+_FLAGS = ("allow_pause", "allow_seek", "allow_redo")
 _LABELS = ("label_min", "label_max")
 MAX_RECORDING_RATE_HZ = 60.0
 MAX_LABEL_LENGTH = 60

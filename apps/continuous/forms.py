@@ -86,3 +86,9 @@ class TraceSettingsForm(forms.Form):
         initial=DEFAULTS.allow_seek,
         help_text="Annotators may go back 5 s and trace that part again.",
     )
+    allow_redo = forms.BooleanField(
+        required=False,
+        initial=DEFAULTS.allow_redo,
+        help_text="Annotators may trace an item again after finishing it: the new trace "
+        "counts, the earlier one stays in the history.",
+    )

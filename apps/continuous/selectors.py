@@ -90,7 +90,9 @@ class ResumeState:
     ``recording`` is ``None`` when there is nothing to resume (start a new recording).
     ``last_time`` and ``last_value`` are the last stored sample, exactly: the page seeks there.
     ``times`` and ``values`` are the trace so far (seeks merged), at most ``RESUME_POINTS``
-    samples of it, evenly spread and always with its first and last, to redraw the plot.
+    samples of it, evenly spread and always with its first and last, to redraw the plot; with
+    nothing to resume, ``traced`` says they are the item's finished trace that counts (the
+    page redraws it, and offers to trace again if the question allows it).
     """
 
     recording: uuid.UUID | None
@@ -101,6 +103,7 @@ class ResumeState:
     finished: int
     times: list[float]
     values: list[float]
+    traced: bool = False
 
 
 def _for_display(times: NDArray, values: NDArray) -> tuple[list[float], list[float]]:
@@ -124,8 +127,20 @@ def trace_resume_state(*, question: Question, assignment: Assignment) -> ResumeS
         **lookup, status=TraceRecording.Status.FINISHED
     ).count()
     if recording is None:
+        duration = stimulus_duration(assignment.item)
+        done = (
+            current_traces(question=question, item=assignment.item)
+            .filter(annotator=assignment.annotator, round=assignment.round)
+            .first()
+            if finished
+            else None
+        )
+        if done is None:
+            return ResumeState(None, 0, None, None, duration, finished, [], [])
+        trace = done.trace()
+        ticks = np.arange(trace.size) / (done.analysis_rate_hz or 1.0)
         return ResumeState(
-            None, 0, None, None, stimulus_duration(assignment.item), finished, [], []
+            None, 0, None, None, duration, finished, *_for_display(ticks, trace), traced=True
         )
     times, values, starts = recording_samples(recording)
     shown_times, shown_values = _for_display(*merge_segments(times, values, segment_starts=starts))

@@ -44,7 +44,7 @@ from apps.continuous.models import (
     pack,
     unpack,
 )
-from apps.continuous.selectors import recording_samples, stimulus_duration
+from apps.continuous.selectors import has_trace, recording_samples, stimulus_duration
 from apps.continuous.validation import Chunk, chunk_check
 from apps.continuous.values import trace_pointer
 from apps.studies.models import Question
@@ -110,6 +110,12 @@ def _recording_for_update(
     """Get or create the recording and lock it; it must be this assignment's."""
     recording = TraceRecording.objects.filter(uuid=recording_uuid).first()
     if recording is None:
+        if not trace_settings(question).allow_redo and has_trace(
+            assignment=assignment, question=question
+        ):
+            raise ValidationError(
+                {"recording": "This item is traced; this question does not allow tracing again."}
+            )
         duration = stimulus_duration(assignment.item) or client_duration
         if duration is None or not 0 < duration <= MAX_CLIENT_DURATION_S:
             raise ValidationError(

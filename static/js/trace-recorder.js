@@ -10,7 +10,9 @@
  * goes as one chunk; the server drops samples it already holds. On load the page asks the
  * server where an unfinished recording stopped, redraws the trace stored so far, and seeks
  * there; it asks again when Continue is pressed (the previous page's last chunk may have
- * landed in between) and resumes at exactly the last stored sample. The recording's id is kept
+ * landed in between) and resumes at exactly the last stored sample. With nothing to resume
+ * but a finished trace, it redraws that trace and, if the question allows it, offers to trace
+ * the item again as a new recording (the finished one stays). The recording's id is kept
  * in sessionStorage, so a reload before the first chunk has landed continues the same one.
  * Mouse and touch move the range input; arrow keys (anywhere on the page) move it by 1 % of
  * the scale, Page Up/Down by 10 %; Space plays and pauses when allowed.
@@ -126,6 +128,7 @@
     }
 
     draw() {
+      this.canvas.dataset.points = String(this.points.length); // what is drawn, for tests
       const { width, height } = this.canvas;
       const ctx = this.canvas.getContext("2d");
       const pad = 6 * (window.devicePixelRatio || 1);
@@ -199,6 +202,12 @@
       if (state.recording) {
         this.recording = state.recording;
         this._resumeFrom(state);
+      } else if (state.traced && !earlier) {
+        this.recording = crypto.randomUUID(); // for a new trace, if the question allows one
+        this.resuming = false;
+        this._showTraced(state);
+        this._tickClock();
+        return;
       } else {
         // An earlier page of this tab may have begun it: its first upload can still land.
         this.recording = earlier || crypto.randomUUID();
@@ -242,8 +251,30 @@
       this._say(`Your trace was saved up to ${state.last_time.toFixed(1)} s; continue from there.`);
     }
 
+    /** The item is traced: redraw the trace that counts; offer to trace it again if allowed. */
+    _showTraced(state) {
+      this.plot.duration = this.duration;
+      this.plot.load(state.times, state.values);
+      this.root.querySelector("[data-role=next]").hidden = false;
+      const saved = "You traced this item: your trace is saved and drawn below.";
+      if (this.settings.allow_redo) {
+        this.redo = true;
+        this.buttons.play.textContent = "Trace again";
+        this.buttons.play.disabled = false;
+        this._say(`${saved} Trace again to replace it (the earlier trace stays in the history).`);
+      } else {
+        this._disableControls();
+        this._say(`${saved} This question does not allow tracing it again.`);
+      }
+    }
+
     async play() {
       if (this.failed || this.finished || this.starting) return;
+      if (this.redo) {
+        this.redo = false;
+        sessionStorage.setItem(this.storageKey, this.recording);
+        this.plot.load([], []);
+      }
       this.plot.duration = this.duration;
       this.slider.focus();
       if (this.resuming) {

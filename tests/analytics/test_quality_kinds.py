@@ -134,7 +134,7 @@ def noisy_trace_study(settings, django_capture_on_commit_callbacks):
     """Five annotators trace a gold and an audio item: four follow the signals about 1 s
     late, the last one moves the slider at random."""
     settings.QUALITY_MIN_TRACES = 2
-    ts = make_trace_study(n_annotators=5)
+    ts = make_trace_study(n_annotators=5, settings={"allow_redo": True})
     rng = np.random.default_rng(3)
     gold = lambda t, lag: 0.5 + 0.4 * np.sin((t - lag) / 3.0)  # noqa: E731
     audio = lambda t, lag: 0.5 + 0.3 * np.sin((t - lag) / 2.0)  # noqa: E731

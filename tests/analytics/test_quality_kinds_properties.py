@@ -93,7 +93,7 @@ def _record(ts, annotator, item, seed: int) -> None:
     )
 )
 def test_live_trace_statistics_equal_a_rebuild(steps, django_capture_on_commit_callbacks):
-    ts = make_trace_study(n_annotators=3)
+    ts = make_trace_study(n_annotators=3, settings={"allow_redo": True})
     for who, gold, seed in steps:  # a repeated (annotator, item) is a re-recording
         item = ts.gold_item if gold else ts.audio_item
         with django_capture_on_commit_callbacks(execute=True):  # each finish applied alone

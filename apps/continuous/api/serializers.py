@@ -109,6 +109,10 @@ class ResumeStateSerializer(serializers.Serializer):
     values = serializers.ListField(
         child=serializers.FloatField(), help_text="Slider values at those times."
     )
+    traced = serializers.BooleanField(
+        help_text="Nothing to resume: times and values are the item's finished trace that "
+        "counts (redraw it; allow_redo says whether it may be traced again)."
+    )
 
 
 class TraceQuerySerializer(serializers.Serializer):

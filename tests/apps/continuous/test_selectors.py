@@ -65,4 +65,7 @@ def test_a_finished_recording_is_counted_and_not_resumed(trace_study):
         ts.send(annotator, ts.audio_item, rec, sequence, part, np.full(part.size, 0.5))
     trace_finish(annotator=annotator, recording_uuid=rec)
     state = _state(ts, annotator)
-    assert (state.recording, state.finished, state.times) == (None, 1, [])
+    assert (state.recording, state.finished, state.traced) == (None, 1, True)
+    # nothing to resume: the finished trace that counts, at the analysis rate, to redraw
+    assert state.times == [float(t) for t in range(21)]
+    assert state.values == [0.5] * 21

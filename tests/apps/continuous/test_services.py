@@ -288,8 +288,8 @@ def test_an_interrupted_trace_resumes_where_the_server_stopped(trace_study):
     assert recording_open(question=ts.question, item=item, annotator=annotator) is None
 
 
-def test_finishing_records_a_revision_and_re_recording_appends_one(trace_study):
-    ts = trace_study
+def test_finishing_records_a_revision_and_re_recording_appends_one(db):
+    ts = make_trace_study(settings={"allow_redo": True})
     annotator, item = ts.annotators[0], ts.audio_item
     first, second = uuid.uuid4(), uuid.uuid4()
     _record_whole(ts, annotator, item, first, 0.3)
@@ -304,6 +304,16 @@ def test_finishing_records_a_revision_and_re_recording_appends_one(trace_study):
     assert newer.value["trace"] == str(second)
     assert Assignment.objects.get(annotator=annotator, item=item).completed_at is not None
     assert "finished" in _store_nothing(ts, annotator, item, first, 9, [20.0], [0.5])
+
+
+def test_a_finished_trace_is_redone_only_if_the_question_allows_it(trace_study):
+    ts = trace_study
+    annotator, item = ts.annotators[0], ts.audio_item
+    _record_whole(ts, annotator, item, uuid.uuid4(), 0.3)
+    trace_finish(annotator=annotator, recording_uuid=TraceRecording.objects.get().uuid)
+    refused = _store_nothing(ts, annotator, item, uuid.uuid4(), 0, [0.0, 0.1], [0.5, 0.5])
+    assert "does not allow tracing again" in refused
+    assert TraceRecording.objects.count() == 1  # no new recording either
 
 
 def test_nobody_can_claim_another_annotators_trace_as_their_answer(trace_study):
