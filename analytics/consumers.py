@@ -6,10 +6,13 @@ many workers as you like; the state row lock keeps them from counting anything t
 
 :class:`DashboardConsumer` serves ``ws/studies/<id>/quality/?question=<id>`` to the study's
 managers: on ``dashboard.update`` of its question it re-renders the dashboard's fragments (the
-same template the page uses) and sends the HTML; htmx's ws extension swaps them by id. Bursts
-coalesce: while a render is in flight further updates only mark the dashboard stale. The plots
-(heatmap, map, histograms: thousands of SVG elements with many annotators) are re-rendered at
-most every ``QUALITY_PLOT_INTERVAL`` seconds; the table, summary, items and trends every time.
+same template the page uses) and sends the HTML of those that changed since its last push
+(:mod:`analytics.live`: cards, and the table's rows one by one), with a summary for the page's
+``aria-live`` region ("2 new answers; 1 new flag"); htmx's ws extension swaps them by id.
+Bursts coalesce: while a render is in flight further updates only mark the dashboard stale.
+The plots (heatmap, map, histograms: thousands of SVG elements with many annotators) are
+re-rendered at most every ``QUALITY_PLOT_INTERVAL`` seconds; the table, summary, items and
+trends every time.
 """
 
 from __future__ import annotations
@@ -23,14 +26,22 @@ from channels.consumer import SyncConsumer
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.db import close_old_connections, connection
-from django.template.loader import render_to_string
 
 from analytics.config import quality_config
 from analytics.dashboard import dashboard_context, dashboard_questions
 from analytics.events import study_group
+from analytics.live import (
+    Fragment,
+    LiveCounts,
+    SentFragments,
+    announcement,
+    announcement_html,
+    live_counts,
+    live_fragments,
+)
 from analytics.pipeline import quality_process
 from analytics.selectors import is_study_manager
-from apps.studies.models import Study
+from apps.studies.models import Question, Study
 
 logger = logging.getLogger(__name__)
 
@@ -48,19 +59,31 @@ class QualityWorker(SyncConsumer):
             connection.close()
 
 
-def _render_live(user: Any, study_id: int, question_id: int | None, *, plots: bool) -> str | None:
-    """The dashboard's fragments for ``user`` (with the plots or only the light ones), or
-    ``None`` if they no longer manage the study."""
+def _live_question(study: Study, question_id: int | None) -> Question | None:
+    """The dashboard's question: the one asked for, else the study's first."""
+    questions = dashboard_questions(study)
+    return next((q for q in questions if q.pk == question_id), None) or (
+        questions[0] if questions else None
+    )
+
+
+def _render_live(
+    user: Any, study_id: int, question_id: int | None, *, plots: bool
+) -> tuple[list[Fragment], LiveCounts] | None:
+    """The dashboard's fragments for ``user`` (with the plots or only the light ones) and its
+    counts now, or ``None`` if they no longer manage the study."""
     if not is_study_manager(user=user, study_id=study_id):
         return None
     study = Study.objects.get(pk=study_id)
-    questions = dashboard_questions(study)
-    question = next((q for q in questions if q.pk == question_id), None) or (
-        questions[0] if questions else None
-    )
+    question = _live_question(study, question_id)
     context = dashboard_context(study=study, question=question, plots=plots)
-    fragment = "live" if plots else "live-light"
-    return render_to_string(f"analytics/dashboard.html#{fragment}", context)
+    counts = live_counts(question=question) if question else LiveCounts(0, frozenset())
+    return live_fragments(context, plots=plots), counts
+
+
+def _counts_now(study_id: int, question_id: int | None) -> LiveCounts:
+    question = _live_question(Study.objects.get(pk=study_id), question_id)
+    return live_counts(question=question) if question else LiveCounts(0, frozenset())
 
 
 class DashboardConsumer(AsyncWebsocketConsumer):
@@ -72,6 +95,8 @@ class DashboardConsumer(AsyncWebsocketConsumer):
     _stale: bool = False
     _sending: asyncio.Future | None = None
     _plots_at: float = float("-inf")
+    _sent: SentFragments
+    _counts: LiveCounts
 
     async def connect(self) -> None:
         self.study_id = int(self.scope["url_route"]["kwargs"]["study_id"])
@@ -85,6 +110,8 @@ class DashboardConsumer(AsyncWebsocketConsumer):
         if not allowed:
             await self.close(code=4403)
             return
+        self._sent = SentFragments()
+        self._counts = await database_sync_to_async(_counts_now)(self.study_id, self.question_id)
         self.group = study_group(self.study_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -113,12 +140,19 @@ class DashboardConsumer(AsyncWebsocketConsumer):
             self._stale = False
             plots = loop.time() - self._plots_at >= quality_config().plot_interval
             # a read-only render: off the thread that serialises the site's sync views
-            html = await database_sync_to_async(_render_live, thread_sensitive=False)(
+            live = await database_sync_to_async(_render_live, thread_sensitive=False)(
                 self.scope["user"], self.study_id, self.question_id, plots=plots
             )
             if plots:
                 self._plots_at = loop.time()
-            if html is None:  # no longer a manager of the study
+            if live is None:  # no longer a manager of the study
                 await self.close(code=4403)
                 return
-            await self.send(text_data=html)
+            fragments, counts = live
+            wholes, parts = self._sent.changed(fragments)
+            said = announcement(self._counts, counts)
+            self._counts = counts
+            # the rows first; the summary for the aria-live region once everything is in
+            for message in (parts, [*wholes, *([announcement_html(said)] if said else [])]):
+                if message:
+                    await self.send(text_data="".join(message))

@@ -1,0 +1,158 @@
+"""What a dashboard push sends: the fragments that changed since the last push, and a summary.
+
+The websocket consumer (:mod:`analytics.consumers`) renders the dashboard as
+:class:`Fragment` s: each card, and inside the annotators card each row, is HTML whose root
+carries its ``id``, so htmx's ws extension swaps it in place (out of band). One
+:class:`SentFragments` per connection remembers a digest of what it sent and hands back only
+the fragments whose digest changed: a submission sends the summary, the rows whose figures
+moved and the trends, not every card again. A card whose frame changed (its own text, or the
+set or order of its rows) is sent whole.
+
+:func:`announcement` says what changed in words ("3 new answers; 1 new flag") for the page's
+``aria-live`` region.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.template.loader import render_to_string
+
+from analytics.models import Flag, QualitySnapshot
+from apps.studies.models import Question
+
+TEMPLATE = "analytics/dashboard.html"
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """A pushed piece of the dashboard.
+
+    Parameters
+    ----------
+    key : str
+        Names the fragment within its connection (``"annotators"``, ``"row-12"``).
+    html : str
+        The rendered HTML; its root elements carry the ids htmx swaps by.
+    parts : tuple of Fragment
+        Fragments rendered inside ``html`` verbatim (the table's rows), sent on their own
+        when only they changed. They have no parts of their own.
+    """
+
+    key: str
+    html: str
+    parts: tuple[Fragment, ...] = ()
+
+    def frame(self) -> str:
+        """The HTML with each part replaced by its key: what changes when the card itself
+        does, or when its parts are added, removed or reordered."""
+        text = self.html
+        for part in self.parts:
+            text = text.replace(part.html, f"\x00{part.key}\x00", 1)
+        return text
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
+@dataclass
+class SentFragments:
+    """The digests of the fragments one connection has been sent."""
+
+    digests: dict[str, bytes] = field(default_factory=dict)
+
+    def changed(self, fragments: Iterable[Fragment]) -> tuple[list[str], list[str]]:
+        """The HTML to send for ``fragments``, and remember it as sent: the whole fragments,
+        and the parts sent on their own.
+
+        A fragment whose frame changed is sent whole; one whose frame did not, only its parts
+        that changed (none at all if nothing did). The parts go in a message of their own:
+        the browser's HTML parser reads table rows as rows only when the text starts with them
+        (after a ``<section>`` it drops their tags).
+        """
+        wholes: list[str] = []
+        parts: list[str] = []
+        for fragment in fragments:
+            frame = _digest(fragment.frame())
+            if self.digests.get(fragment.key) == frame:
+                parts.extend(self._changed_parts(fragment.parts))
+                continue
+            self.digests[fragment.key] = frame
+            for part in fragment.parts:
+                self.digests[part.key] = _digest(part.html)
+            if fragment.html.strip():
+                wholes.append(fragment.html)
+        return wholes, parts
+
+    def _changed_parts(self, parts: Iterable[Fragment]) -> list[str]:
+        out = []
+        for part in parts:
+            digest = _digest(part.html)
+            if self.digests.get(part.key) != digest:
+                self.digests[part.key] = digest
+                out.append(part.html)
+        return out
+
+
+@dataclass(frozen=True)
+class LiveCounts:
+    """What the spoken summary compares between pushes."""
+
+    answers: int
+    open_flags: frozenset[int]
+
+
+def live_counts(*, question: Question) -> LiveCounts:
+    """The question's analysed answers and its open flags, as the dashboard shows them."""
+    answers = (
+        QualitySnapshot.objects.filter(question=question)
+        .order_by("-created_at", "-id")
+        .values_list("n_annotations", flat=True)
+        .first()
+    )
+    flags = Flag.objects.filter(question=question, status=Flag.Status.OPEN, active=True)
+    return LiveCounts(answers or 0, frozenset(flags.values_list("pk", flat=True)))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} new {noun}{'' if n == 1 else 's'}"
+
+
+def announcement(before: LiveCounts, after: LiveCounts) -> str:
+    """What changed, in words: ``"3 new answers; 1 new flag"`` ("" when nothing new)."""
+    answers = after.answers - before.answers
+    flags = len(after.open_flags - before.open_flags)
+    said = [_count(answers, "answer")] if answers > 0 else []
+    return "; ".join([*said, *([_count(flags, "flag")] if flags else [])])
+
+
+def live_fragments(context: dict[str, Any], *, plots: bool) -> list[Fragment]:
+    """The dashboard's pushed fragments from its context (the plots only with ``plots``).
+
+    Each is a partial of the page's own template, so a push looks exactly like a reload; the
+    annotators card has one part per row (the ``annotator-row`` partial). With the plots they
+    are, in order, the template's ``live`` partial (the page's htmx refresh).
+    """
+
+    def render(name: str, **extra: Any) -> str:
+        return render_to_string(f"{TEMPLATE}#{name}", {**context, **extra})
+
+    rows = tuple(
+        Fragment(f"row-{row.user_id}", render("annotator-row", row=row))
+        for row in context.get("rows", ())
+    )
+    plot_cards = ["heatmap", "map", "interval-plots", "kind-plots"]
+    names = ["summary", "annotators", *(plot_cards if plots else [])]
+    return [
+        Fragment(name, render(name), rows if name == "annotators" else ())
+        for name in [*names, "kind-cards", "trends"]
+    ]
+
+
+def announcement_html(text: str) -> str:
+    """The out-of-band swap that puts ``text`` into the page's ``aria-live`` region."""
+    return render_to_string(f"{TEMPLATE}#announce", {"announcement": text})

@@ -1,0 +1,181 @@
+"""Dashboard pushes send only the fragments that changed, with a spoken summary of the change.
+
+The consumer tests run on whichever channel layer the settings choose: the in-memory layer by
+default, channels-redis when ``REDIS_URL`` is set (CI runs both).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import numpy as np
+import pytest
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.template.loader import render_to_string
+
+from analytics.consumers import _render_live
+from analytics.dashboard import dashboard_context
+from analytics.events import dashboard_notify
+from analytics.live import Fragment, LiveCounts, SentFragments, announcement, live_fragments
+from annotate_site.routing import websocket_urlpatterns
+from apps.annotations.models import Assignment
+from apps.annotations.services import annotations_submit
+from tests.factories import running_study
+
+LABELS = ["negative", "neutral", "positive"]
+
+
+def _card(rows: dict[str, str], frame: str = "card") -> Fragment:
+    parts = tuple(Fragment(key, f'<tr id="{key}">{text}</tr>') for key, text in rows.items())
+    html = f'<section id="c"><h2>{frame}</h2>{"".join(p.html for p in parts)}</section>'
+    return Fragment("c", html, parts)
+
+
+def test_first_push_sends_everything_then_only_what_changed():
+    sent = SentFragments()
+    other = Fragment("other", '<section id="other">same</section>')
+    first = _card({"r1": "a", "r2": "b"})
+    assert sent.changed([first, other]) == ([first.html, other.html], [])
+    assert sent.changed([first, other]) == ([], [])  # nothing changed: nothing to send
+    second = _card({"r1": "a", "r2": "B"})
+    # the one row, not the card (in a message of its own)
+    assert sent.changed([second, other]) == ([], ['<tr id="r2">B</tr>'])
+
+
+def test_a_changed_frame_or_row_order_sends_the_whole_card():
+    sent = SentFragments()
+    sent.changed([_card({"r1": "a", "r2": "b"})])
+    reordered = _card({"r2": "b", "r1": "a"})
+    assert sent.changed([reordered]) == ([reordered.html], [])
+    added = _card({"r2": "b", "r1": "a", "r3": "c"})
+    assert sent.changed([added]) == ([added.html], [])
+    retitled = _card({"r2": "b", "r1": "a", "r3": "c"}, frame="new title")
+    assert sent.changed([retitled]) == ([retitled.html], [])
+    # after a whole card, its rows count as sent
+    assert sent.changed([_card({"r2": "b", "r1": "A", "r3": "c"}, frame="new title")]) == (
+        [],
+        ['<tr id="r1">A</tr>'],
+    )
+
+
+def test_announcement_counts_new_answers_and_new_open_flags():
+    before = LiveCounts(answers=10, open_flags=frozenset({1}))
+    assert announcement(before, LiveCounts(13, frozenset({1, 2}))) == "3 new answers; 1 new flag"
+    assert announcement(before, LiveCounts(11, frozenset({1}))) == "1 new answer"
+    assert announcement(before, LiveCounts(10, frozenset({1, 4, 5}))) == "2 new flags"
+    assert announcement(before, LiveCounts(10, frozenset())) == ""  # a flag closed: no news
+
+
+def _seed(study, annotators, *, leave: int) -> None:
+    """Three careful annotators and a random one; the first leaves ``leave`` items open."""
+    question = study.questions.get()
+    rng = np.random.default_rng(3)
+    truth = {pk: int(rng.integers(3)) for pk in study.items.values_list("pk", flat=True)}
+    for k, user in enumerate(annotators):
+        assignments = list(Assignment.objects.filter(annotator=user, round=1).order_by("pk"))
+        for assignment in assignments[: len(assignments) - leave] if k == 0 else assignments:
+            label = int(rng.integers(3)) if k == len(annotators) - 1 else truth[assignment.item_id]
+            annotations_submit(
+                annotator=user,
+                assignment=assignment,
+                answers={question: LABELS[label]},
+                idempotency_key=uuid.uuid4(),
+                time_spent_ms=1500,
+            )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pushes_send_the_changed_fragments_and_announce_them(settings, capsys):
+    settings.QUALITY_MIN_EVIDENCE = 5
+    # three annotators per item, as studies run: an answer moves the figures of few annotators
+    study, annotators = running_study(n_items=60, n_annotators=8, overlap=3)
+    _seed(study, annotators, leave=2)
+    question = study.questions.get()
+    first = annotators[0]
+    open_items = list(
+        Assignment.objects.filter(annotator=first, completed_at__isnull=True).order_by("pk")
+    )
+    # what every push sent before: the whole set of fragments (with or without the plots)
+    every_fragment = render_to_string(
+        "analytics/dashboard.html#live", _context(study, question, plots=True)
+    )
+    light = "".join(
+        f.html for f in live_fragments(_context(study, question, plots=False), plots=False)
+    )
+
+    def submit(assignment: Assignment) -> None:
+        annotations_submit(
+            annotator=first,
+            assignment=assignment,
+            answers={question: "positive"},
+            idempotency_key=uuid.uuid4(),
+        )
+
+    async def run() -> tuple[str, str, bool]:
+        communicator = WebsocketCommunicator(
+            URLRouter(websocket_urlpatterns),
+            f"/ws/studies/{study.pk}/quality/?question={question.pk}",
+        )
+        communicator.scope["user"] = study.created_by
+        connected, _ = await communicator.connect()
+        assert connected
+        await database_sync_to_async(submit)(open_items[0])
+        initial = await _push(communicator)
+        await database_sync_to_async(submit)(open_items[1])
+        later = await _push(communicator)
+        # an update that changes nothing shown sends nothing at all
+        await database_sync_to_async(dashboard_notify)(study_id=study.pk, question_id=question.pk)
+        quiet = await communicator.receive_nothing(timeout=1)
+        await communicator.disconnect()
+        return initial, later, quiet
+
+    initial, later, quiet = async_to_sync(run)()
+    size = {name: len(text.encode()) for name, text in [("all", every_fragment), ("light", light)]}
+    print(
+        f"\npush size: every fragment {size['all']:,} B, light fragments {size['light']:,} B; "
+        f"first push after connecting {len(initial.encode()):,} B, "
+        f"next push {len(later.encode()):,} B"
+    )
+    rows = re.findall(r'<tr id="quality-row-(\d+)"', initial)
+    sent_rows = re.findall(r'<tr id="quality-row-(\d+)"', later)
+    assert 'id="quality-announce" hx-swap-oob="innerHTML">1 new answer<' in initial
+    assert 'id="quality-announce" hx-swap-oob="innerHTML">1 new answer<' in later
+    assert 'id="quality-summary"' in later  # the counts changed
+    assert str(first.pk) in sent_rows  # the annotator's own row changed ...
+    assert 'id="quality-annotators"' not in later  # ... but not the table around it
+    assert len(sent_rows) < len(rows) == len(annotators)  # nor the rows that did not change
+    assert 'id="quality-heatmap"' not in later
+    assert len(later.encode()) < len(light.encode()) < len(every_fragment.encode())
+    assert quiet
+
+
+async def _push(communicator: WebsocketCommunicator) -> str:
+    """One push: its messages up to the one that ends with the announcement."""
+    messages = [await communicator.receive_from(timeout=10)]
+    while 'id="quality-announce"' not in messages[-1]:
+        messages.append(await communicator.receive_from(timeout=10))
+    return "".join(messages)
+
+
+def _context(study, question, *, plots: bool) -> dict:
+    return dashboard_context(study=study, question=question, plots=plots)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_live_render_gives_each_row_its_own_fragment():
+    study, annotators = running_study(n_items=6, n_annotators=3)
+    _seed(study, annotators, leave=0)
+    question = study.questions.get()
+    fragments, counts = _render_live(study.created_by, study.pk, question.pk, plots=True)
+    table = next(f for f in fragments if f.key == "annotators")
+    assert sorted(p.key for p in table.parts) == sorted(f"row-{a.pk}" for a in annotators)
+    assert all(p.html in table.html for p in table.parts)  # rows render as in the card
+    # every card of the page's own refresh, none left out
+    context = _context(study, question, plots=True)
+    whole = render_to_string("analytics/dashboard.html#live", context)
+    assert "".join(f.html for f in live_fragments(context, plots=True)) == whole
+    assert counts.answers == 18
