@@ -94,7 +94,7 @@ def test_a_prolific_session_from_link_to_completion_code(open_page, screenshot):
         if n == 2:
             screenshot(page, "recruitment-work")
         label = CHECK_ANSWER.capitalize() if text in checks else "Neutral"
-        page.get_by_role("button", name=label).click()
+        page.locator(".label-button", has_text=label).click()
         if n < len(package) - 1:
             expect(page.locator(".item__text")).not_to_have_text(text)
     assert len({re.sub(r">[^<]*<", "><", shape) for shape in shapes}) == 1
@@ -153,7 +153,7 @@ def test_a_participant_who_arrives_twice_continues_where_they_stopped(open_page)
     first.get_by_role("button", name="Start the task").click()
     for n in range(2):
         expect(first.locator(".progress__text").first).to_contain_text(f"{n} of 4 done")
-        first.get_by_role("button", name="Neutral").click()
+        first.locator(".label-button", has_text="Neutral").click()
     expect(first.locator(".progress__text").first).to_contain_text("2 of 4 done")
     first.context.close()  # the browser crashes
 
