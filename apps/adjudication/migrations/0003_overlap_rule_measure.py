@@ -5,20 +5,31 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('adjudication', '0002_disagreement_forecast'),
+        ("adjudication", "0002_disagreement_forecast"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='overlaprule',
-            name='measure',
-            field=models.CharField(choices=[('aad_rmse', 'AAD-RMSE of the answers'), ('ds_entropy', 'Entropy of the Dawid-Skene posterior (bits)'), ('kappa_sda_spread', 'Trace kappa_SDA spread (1 - mean pairwise)')], default='aad_rmse', max_length=20),
+            model_name="overlaprule",
+            name="measure",
+            field=models.CharField(
+                choices=[
+                    ("aad_rmse", "AAD-RMSE of the answers"),
+                    ("ds_entropy", "Entropy of the Dawid-Skene posterior (bits)"),
+                    ("kappa_sda_spread", "Trace kappa_SDA spread (1 - mean pairwise)"),
+                ],
+                default="aad_rmse",
+                max_length=20,
+            ),
         ),
         migrations.AlterField(
-            model_name='overlaprule',
-            name='threshold',
-            field=models.FloatField(default=0.5, help_text='Disagreement above which an item gets one more annotator.', validators=[django.core.validators.MinValueValidator(0.0)]),
+            model_name="overlaprule",
+            name="threshold",
+            field=models.FloatField(
+                default=0.5,
+                help_text="Disagreement above which an item gets one more annotator.",
+                validators=[django.core.validators.MinValueValidator(0.0)],
+            ),
         ),
     ]
