@@ -127,6 +127,11 @@ def test_a_prolific_session_from_link_to_completion_code(open_page, screenshot):
     content = Path(download.value.path()).read_text(encoding="utf-8")
     assert "5f9c1e" in content
     assert "C0MPLETE" in content
+    manager.goto(f"/studies/{study.pk}/quality/")
+    header = manager.get_by_role("columnheader", name=re.compile("Attention checks"))
+    expect(header).to_be_visible()
+    expect(manager.get_by_text("2 gold checks")).to_be_visible()
+    screenshot(manager, "recruitment-dashboard-attention")
 
 
 def test_a_participant_below_the_threshold_is_screened_out_politely(open_page, screenshot):
