@@ -79,7 +79,7 @@ def _trace(ts, annotator, level: float) -> None:
 def test_item_page_shows_the_green_stimulus_and_the_traces(
     open_page, sign_in, screenshot, viewport
 ):
-    ts = make_trace_study()
+    ts = make_trace_study(settings={"allow_redo": True})  # one annotator traces twice
     ts.gold_item.text = "Calibration: slow wave"
     ts.gold_item.save()
     _trace(ts, ts.annotators[0], 0.3)

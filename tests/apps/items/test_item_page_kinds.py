@@ -46,7 +46,7 @@ def _trace(ts, annotator, item, level: float) -> None:
 
 
 def test_a_gold_item_shows_the_green_stimulus_and_every_trace_as_a_small_plot(db, client):
-    ts = make_trace_study()
+    ts = make_trace_study(settings={"allow_redo": True})  # one annotator traces twice
     ts.gold_item.text = "Calibration: a slow wave"
     ts.gold_item.save()
     first, second = ts.annotators
