@@ -130,7 +130,7 @@ def test_a_prolific_session_from_link_to_completion_code(open_page, screenshot):
     manager.goto(f"/studies/{study.pk}/quality/")
     header = manager.get_by_role("columnheader", name=re.compile("Attention checks"))
     expect(header).to_be_visible()
-    expect(manager.get_by_text("2 gold checks")).to_be_visible()
+    expect(manager.get_by_text("2 gold checks", exact=True)).to_be_visible()
     screenshot(manager, "recruitment-dashboard-attention")
 
 
