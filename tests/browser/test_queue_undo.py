@@ -12,9 +12,14 @@ from tests.factories import running_study
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_u_undoes_several_answers_naming_each(open_page, sign_in, screenshot):
+@pytest.mark.parametrize(
+    "viewport",
+    [{"width": 1200, "height": 900}, {"width": 390, "height": 844}],
+    ids=["desktop", "phone"],
+)
+def test_u_undoes_several_answers_naming_each(open_page, sign_in, screenshot, viewport):
     study, (annotator,) = running_study(n_items=5, n_annotators=1)
-    page = open_page()
+    page = open_page(viewport=viewport)
     sign_in(page, annotator.username)
     page.goto(f"/studies/{study.pk}/annotate/")
     seen = []
@@ -34,6 +39,6 @@ def test_u_undoes_several_answers_naming_each(open_page, sign_in, screenshot):
             f"Your answer before the undo: ‘{name}’"
         )
         expect(undo).to_contain_text(f"Undo: ‘{earlier}’ on item {items[seen[1 - step]]}")
-        screenshot(page, f"queue-undo-step-{step + 1}")
+        screenshot(page, f"queue-undo-step-{step + 1}-{viewport['width']}")
     assert Revision.objects.filter(value__isnull=True).count() == 2
     assert Revision.objects.count() == 5  # append-only: the undone labels stay in the history
