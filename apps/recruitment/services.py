@@ -340,6 +340,10 @@ def gold_answer_set(
     if use not in GoldAnswer.Use.values:
         raise ValidationError({"use": f"Use one of {', '.join(GoldAnswer.Use.values)}."})
     cleaned = gold_value_clean(item=item, question=question, value=value)
+    if use == GoldAnswer.Use.CHECK and question.kind != Question.Kind.CATEGORICAL:
+        raise ValidationError(
+            {"use": "Attention checks are categorical; use gold traces and pairs for training."}
+        )
     gold, _ = GoldAnswer.objects.update_or_create(
         item=item, question=question, defaults={"value": cleaned, "reason": reason, "use": use}
     )

@@ -154,3 +154,14 @@ def test_a_bad_calibration_pair_is_refused(value, field_message):
     with pytest.raises(ValidationError, match=field_message):
         gold_answer_set(item=Item.objects.get(external_id="s-0"), question=question, value=value)
     assert not GoldAnswer.objects.exists()
+
+
+@pytest.mark.parametrize("kind", [Question.Kind.PAIRWISE, Question.Kind.CONTINUOUS])
+def test_trace_and_pair_gold_answers_are_for_training_only(kind):
+    _, question, _ = study_of(kind)
+    value = {"versus": "s-1", "outcome": 1} if kind == Question.Kind.PAIRWISE else {}
+    item = Item.objects.get(external_id="s-0" if kind == Question.Kind.PAIRWISE else "green")
+    with pytest.raises(ValidationError, match="training") as caught:
+        gold_answer_set(item=item, question=question, value=value, use="check")
+    assert "use" in caught.value.message_dict
+    assert not GoldAnswer.objects.exists()
