@@ -348,7 +348,7 @@ def test_no_request_replays_judgements_while_holding_the_write_lock(monkeypatch)
     assert len(in_transaction) == 8  # 7 replayed, the new answer recorded under the lock
 
 
-def test_pooled_strengths_weigh_annotators_by_their_measured_reliability(db):
+def test_pooled_strengths_weigh_annotators_by_their_measured_reliability(db, pinned_pair_seed):
     setup = make_pairwise_study(n_items=8, settings={"calibration_triplets": 6})
     careful, careless = setup.annotators
     levels = {item.pk: k for k, item in enumerate(setup.items)}
