@@ -126,7 +126,7 @@ def test_same_key_at_the_same_time_answers_201_once(queue) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_finishing_a_recording_twice_at_once_answers_201_once() -> None:
     """Two finishes of one recording: one revision, one 201 and one 200 with the same body."""
-    ts = make_trace_study(n_annotators=1)
+    ts = make_trace_study(n_annotators=1, settings={"allow_redo": True})  # a round a trace
     (annotator,) = ts.annotators
     token = AuthToken.objects.create(user=annotator)[1]
     for _ in range(ROUNDS):
