@@ -310,7 +310,8 @@ def trace_intervals(question: Question) -> IntervalSet | None:
     row_of = {a: k for k, a in enumerate(state.annotator_ids)}
     by_item: dict[int, ItemTraces] = {}
     for r in rows:
-        uuid = str(r["current_revision__value"]["trace"])
+        value = r["current_revision__value"]  # not null by the filter; typed Any | None
+        uuid = str(value["trace"]) if value else ""
         if uuid in found and r["annotator_id"] in row_of:
             by_item.setdefault(r["item_id"], {})[row_of[r["annotator_id"]]] = found[uuid]
     options = trace_settings(question)
