@@ -130,15 +130,16 @@ def screenshot() -> Callable[[Page, str], Path]:
     return take
 
 
+def sign_in_page(page: Page, username: str, password: str = PASSWORD) -> None:
+    """Sign a user in through the login form (works with or without JavaScript)."""
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="My studies")).to_be_visible()
+
+
 @pytest.fixture
 def sign_in() -> Callable[[Page, str], None]:
-    """Sign a user in through the login form (works with or without JavaScript)."""
-
-    def sign_in_(page: Page, username: str) -> None:
-        page.goto("/accounts/login/")
-        page.get_by_label("Username").fill(username)
-        page.get_by_label("Password").fill(PASSWORD)
-        page.get_by_role("button", name="Sign in").click()
-        expect(page.get_by_role("heading", name="My studies")).to_be_visible()
-
-    return sign_in_
+    """:func:`sign_in_page` with the factories' password."""
+    return sign_in_page
