@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
-
 import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from apps.continuous.services import trace_finish
-from apps.items.models import Item
-from tests.apps.continuous.conftest import GOLD_SECONDS, make_trace_study
+from tests.apps.continuous.conftest import make_trace_study
+from tests.apps.items.test_item_list import number_items
 from tests.factories import running_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -31,11 +28,7 @@ def test_search_filter_jump_and_step_through_items(
 
     monkeypatch.setattr(views, "ITEMS_PAGE_SIZE", 10)
     study, _ = running_study(n_items=45, n_annotators=2)
-    items = list(study.items.order_by("position", "id"))
-    for n, item in enumerate(items):
-        item.external_id = f"doc-{n:03d}"
-        item.text = "a heron at dawn" if n % 5 == 0 else f"plain sentence {n}"
-    Item.objects.bulk_update(items, ["external_id", "text"])
+    number_items(study, prefix="doc-", digits=3, text="a heron at dawn", every=5)
     name = "phone" if viewport is PHONE else "desktop"
     page: Page = open_page(viewport=viewport)
     sign_in(page, study.created_by.username)
@@ -68,13 +61,6 @@ def test_search_filter_jump_and_step_through_items(
     expect(page.get_by_label("Order")).to_have_value("-external_id")
 
 
-def _trace(ts, annotator, level: float) -> None:
-    rec = uuid.uuid4()
-    times = np.round(np.arange(0, GOLD_SECONDS + 0.05, 0.5), 6)
-    ts.send(annotator, ts.gold_item, rec, 0, times, np.full(times.size, level))
-    trace_finish(annotator=annotator, recording_uuid=rec)
-
-
 @VIEWPORTS
 def test_item_page_shows_the_green_stimulus_and_the_traces(
     open_page, sign_in, screenshot, viewport
@@ -82,9 +68,9 @@ def test_item_page_shows_the_green_stimulus_and_the_traces(
     ts = make_trace_study(settings={"allow_redo": True})  # one annotator traces twice
     ts.gold_item.text = "Calibration: slow wave"
     ts.gold_item.save()
-    _trace(ts, ts.annotators[0], 0.3)
-    _trace(ts, ts.annotators[0], 0.6)
-    _trace(ts, ts.annotators[1], 0.5)
+    ts.trace_gold(ts.annotators[0], lambda t: np.full(t.size, 0.3))
+    ts.trace_gold(ts.annotators[0], lambda t: np.full(t.size, 0.6))
+    ts.trace_gold(ts.annotators[1], lambda t: np.full(t.size, 0.5))
     page: Page = open_page(viewport=viewport)
     sign_in(page, ts.study.created_by.username)
     page.goto(f"/studies/{ts.study.pk}/items/{ts.gold_item.pk}/")

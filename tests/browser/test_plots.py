@@ -3,14 +3,11 @@ collide nor get clipped, sparkline notes, and a trace legend that tells ten anno
 
 from __future__ import annotations
 
-import uuid
-
 import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from apps.continuous.services import trace_finish
-from tests.apps.continuous.conftest import GOLD_SECONDS, make_trace_study
+from tests.apps.continuous.conftest import make_trace_study
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.test_dashboard import _seed_answers
 from tests.factories import running_study
@@ -100,14 +97,6 @@ def test_dashboard_headers_text_labels_and_trend_notes(
         page.locator(f"#{card}").screenshot(path=str(ARTIFACTS / f"plots-{card}-{name}.png"))
 
 
-def _trace(ts, annotator, level: float) -> None:
-    rec = uuid.uuid4()
-    times = np.round(np.arange(0, GOLD_SECONDS + 0.05, 0.5), 6)
-    values = np.clip(level + 0.2 * np.sin(times / (2 + level)), 0, 1)
-    ts.send(annotator, ts.gold_item, rec, 0, times, values)
-    trace_finish(annotator=annotator, recording_uuid=rec)
-
-
 def _rgb(colour: str) -> np.ndarray:
     return np.array([int(colour[k : k + 2], 16) for k in (1, 3, 5)], dtype=float)
 
@@ -118,7 +107,8 @@ def test_ten_annotators_get_distinct_colours_and_the_legend_toggles_one(
 ):
     ts = make_trace_study(n_annotators=10)
     for k, annotator in enumerate(ts.annotators):
-        _trace(ts, annotator, 0.05 + 0.09 * k)
+        level = 0.05 + 0.09 * k
+        ts.trace_gold(annotator, lambda t, a=level: np.clip(a + 0.2 * np.sin(t / (2 + a)), 0, 1))
     page: Page = open_page(viewport=viewport)
     sign_in(page, ts.study.created_by.username)
     page.goto(f"/studies/{ts.study.pk}/traces/{ts.question.key}/?item={ts.gold_item.pk}")

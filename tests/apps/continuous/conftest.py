@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from apps.annotations.models import Assignment
-from apps.continuous.services import gold_signal_save, trace_chunk_store
+from apps.continuous.services import gold_signal_save, trace_chunk_store, trace_finish
 from apps.items.models import Item
 from apps.studies.models import Membership, Question, Study
 from apps.studies.services import membership_add, question_create, study_set_status
@@ -52,6 +53,13 @@ class TraceStudy:
             values=list(np.asarray(values, dtype=float)),
             events=list(events),
         )
+
+    def trace_gold(self, annotator: Any, values: Callable[[np.ndarray], np.ndarray]) -> None:
+        """A whole trace of the gold item at 2 Hz, ``values`` of the media times, finished."""
+        recording = uuid.uuid4()
+        times = np.round(np.arange(0, GOLD_SECONDS + 0.05, 0.5), 6)
+        self.send(annotator, self.gold_item, recording, 0, times, values(times))
+        trace_finish(annotator=annotator, recording_uuid=recording)
 
 
 def make_trace_study(

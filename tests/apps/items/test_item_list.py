@@ -15,15 +15,22 @@ from apps.studies.models import Label
 from tests.factories import running_study
 
 
+def number_items(study, *, prefix: str, digits: int, text: str, every: int) -> list[Item]:
+    """Name the study's items ``<prefix>00``, ``<prefix>01``, ... in queue order; every
+    ``every``-th item's text is ``text``, the others' "sentence <n>"."""
+    items = list(study.items.order_by("position", "id"))
+    for n, item in enumerate(items):
+        item.external_id = f"{prefix}{n:0{digits}d}"
+        item.text = text if n % every == 0 else f"sentence {n}"
+    Item.objects.bulk_update(items, ["external_id", "text"])
+    return items
+
+
 @pytest.fixture
 def listed(db):
     """Twelve items, three annotators: item-00 disputed, item-01 agreed, the rest unanswered."""
     study, annotators = running_study(n_items=12, n_annotators=3)
-    items = list(study.items.order_by("position", "id"))
-    for n, item in enumerate(items):
-        item.external_id = f"item-{n:02d}"
-        item.text = "a red kite" if n % 4 == 0 else f"sentence {n}"
-    Item.objects.bulk_update(items, ["external_id", "text"])
+    items = number_items(study, prefix="item-", digits=2, text="a red kite", every=4)
     question = study.questions.get()
     negative, positive = (
         Label.objects.get(question=question, key=k) for k in ("negative", "positive")

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
-
 import numpy as np
 from django.urls import reverse
 
-from apps.continuous.services import trace_finish
 from apps.preferences.models import Judgement
 from apps.preferences.services import judgement_retract
-from tests.apps.continuous.conftest import GOLD_SECONDS, make_trace_study
+from tests.apps.continuous.conftest import make_trace_study
 from tests.apps.preferences.conftest import answer_all, by_level, make_pairwise_study
 
 
@@ -38,21 +35,15 @@ def test_a_pairwise_item_lists_the_judgements_it_was_in(db, client, django_asser
         assert reverse("items:detail", args=[ps.study.pk, other.pk]) in html
 
 
-def _trace(ts, annotator, item, level: float) -> None:
-    rec = uuid.uuid4()
-    times = np.round(np.arange(0, GOLD_SECONDS + 0.05, 0.5), 6)
-    ts.send(annotator, item, rec, 0, times, np.full(times.size, level))
-    trace_finish(annotator=annotator, recording_uuid=rec)
-
-
 def test_a_gold_item_shows_the_green_stimulus_and_every_trace_as_a_small_plot(db, client):
     ts = make_trace_study(settings={"allow_redo": True})  # one annotator traces twice
     ts.gold_item.text = "Calibration: a slow wave"
     ts.gold_item.save()
     first, second = ts.annotators
-    _trace(ts, first, ts.gold_item, 0.2)
-    _trace(ts, first, ts.gold_item, 0.8)  # redone: the first trace stays, no longer counts
-    _trace(ts, second, ts.gold_item, 0.5)
+    ts.trace_gold(first, lambda t: np.full(t.size, 0.2))
+    # redone: the first trace stays, no longer counting
+    ts.trace_gold(first, lambda t: np.full(t.size, 0.8))
+    ts.trace_gold(second, lambda t: np.full(t.size, 0.5))
     client.force_login(ts.study.created_by)
     html = client.get(reverse("items:detail", args=[ts.study.pk, ts.gold_item.pk])).content
     html = html.decode()
