@@ -119,6 +119,7 @@ from .uncertainty import (
     normal_interval,
     transitivity_kappa_interval,
     transitivity_kappa_jackknife,
+    wilson_interval,
 )
 
 __all__ = [
@@ -224,5 +225,6 @@ __all__ = [
     "transitivity_kappa_jackknife",
     "trend_agreement",
     "triplet_counts",
+    "wilson_interval",
     "windowed_sda",
 ]

@@ -1296,6 +1296,70 @@ def kappa_sda_with_others_bootstrap(
 # ------------------------------------------------------------------ transitivity (counts)
 
 
+def wilson_interval(successes: ArrayLike, n: ArrayLike, *, confidence: float = 0.95) -> Interval:
+    r"""A binomial proportion with Wilson's score interval, vectorised over annotators.
+
+    Parameters
+    ----------
+    successes : int or array_like of int, shape (M,)
+        Successes (right answers, contradicted audits, same outcomes), ``0 <= successes <= n``.
+    n : int or array_like of int, shape (M,)
+        Trials behind each proportion.
+    confidence : float
+        Two-sided coverage, in (0, 1).
+
+    Returns
+    -------
+    Interval
+        ``estimate`` = :math:`\hat p = s / n`, ``low``, ``high``, ``n``; floats for scalar
+        input; nan where ``n = 0``.
+
+    Notes
+    -----
+    With :math:`z` the two-sided normal quantile,
+
+    .. math:: \frac{\hat p + \frac{z^2}{2n} \pm z \sqrt{\frac{\hat p (1 - \hat p)}{n}
+              + \frac{z^2}{4 n^2}}}{1 + z^2 / n}
+
+    Unlike the Wald interval it stays inside [0, 1] and keeps close to its nominal coverage
+    for the handful of trials a participant or an audit sees (Brown, Cai & DasGupta 2001).
+
+    References
+    ----------
+    Wilson, E. B. (1927). Probable inference, the law of succession, and statistical
+    inference. Journal of the American Statistical Association 22(158), 209-212.
+    doi:10.1080/01621459.1927.10502953
+
+    Brown, L. D., Cai, T. T. & DasGupta, A. (2001). Interval estimation for a binomial
+    proportion. Statistical Science 16(2), 101-133. doi:10.1214/ss/1009213286
+
+    Examples
+    --------
+    >>> res = wilson_interval(8, 10)
+    >>> round(res.estimate, 3), round(res.low, 3), round(res.high, 3), res.n
+    (0.8, 0.49, 0.943, 10)
+    >>> round(wilson_interval(0, 5).low, 3), round(wilson_interval(5, 5).high, 3)
+    (0.0, 1.0)
+    >>> np.round(wilson_interval([1, 0], [4, 0]).high, 3)
+    array([0.699,   nan])
+    """
+    z = _z(confidence)
+    s = np.asarray(successes, dtype=np.int64)
+    trials = np.asarray(n, dtype=np.int64)
+    if np.any((s < 0) | (s > trials)):
+        raise ValueError(f"need 0 <= successes <= n; got {successes} of {n}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = np.where(trials > 0, trials, np.nan)
+        p = s / m
+        centre = (p + z * z / (2 * m)) / (1 + z * z / m)
+        half = z * np.sqrt(p * (1 - p) / m + z * z / (4 * m * m)) / (1 + z * z / m)
+    # At p = 0 (p = 1) the bound is exactly 0 (1); rounding would leave it a hair inside.
+    low = np.where((s == 0) & (trials > 0), 0.0, centre - half)
+    high = np.where((s == trials) & (trials > 0), 1.0, centre + half)
+    count = int(trials) if trials.ndim == 0 else trials
+    return Interval(_scalar(p), _scalar(low), _scalar(high), count)
+
+
 def transitivity_kappa_interval(
     n_transitive: int,
     n_complete: int,
@@ -1329,10 +1393,8 @@ def transitivity_kappa_interval(
     -----
     Kappa is increasing and linear in :math:`P(A) = n_T / n_C` with the chance level held
     fixed, :math:`K = (P(A) - P(E)) / (1 - P(E))`, so the Wilson (1927) interval of
-    :math:`P(A)` maps to an interval of :math:`K`:
-
-    .. math:: \frac{\hat p + \frac{z^2}{2n} \pm z \sqrt{\frac{\hat p (1 - \hat p)}{n}
-              + \frac{z^2}{4 n^2}}}{1 + z^2 / n}, \qquad n = n_C
+    :math:`P(A)` maps to an interval of :math:`K` (:func:`wilson_interval` with
+    :math:`n = n_C`).
 
     **An approximation that errs on the narrow side.** Triplets that share a judged pair are
     not independent (one careless judgement breaks every triplet through that pair), so
@@ -1365,11 +1427,8 @@ def transitivity_kappa_interval(
     if math.isnan(estimate):
         return Interval(math.nan, math.nan, math.nan, int(n_complete))
     at_zero = transitivity_kappa_from_counts(0, n_complete, strict=strict, tie_rate=tie_rate)
-    z, n = _z(confidence), float(n_complete)
-    p = n_transitive / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    low, high = (at_zero + share * (1.0 - at_zero) for share in (centre - half, centre + half))
+    share = wilson_interval(n_transitive, n_complete, confidence=confidence)
+    low, high = (at_zero + float(p) * (1.0 - at_zero) for p in (share.low, share.high))
     return Interval(estimate, low, high, int(n_complete))
 
 

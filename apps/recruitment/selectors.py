@@ -11,12 +11,11 @@ from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
-from analytics.metrics.uncertainty import Interval
+from analytics.metrics.uncertainty import Interval, wilson_interval
 from apps.annotations.models import Annotation, Assignment
 from apps.continuous.models import GoldSignal
 from apps.items.models import Item
 from apps.recruitment.models import GoldAnswer, Participant, Recruitment, TrainingAnswer
-from apps.recruitment.quality import wilson_interval
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Question, Study
 from core.types import Visitor

@@ -48,6 +48,7 @@ from analytics.metrics import (
     transitivity_kappa_interval,
     transitivity_kappa_jackknife,
     triplet_counts,
+    wilson_interval,
 )
 
 LEVELS = ["nominal", "ordinal", "interval", "ratio"]
@@ -527,6 +528,37 @@ def test_effective_sample_size_of_persistent_sign_agreement():
     agree = (np.sign(np.diff(x)) == np.sign(np.diff(y))).astype(float)
     # runs of 5 steps: r1 = 0.8, n_eff = n (0.2 / 1.8)
     assert effective_sample_size(agree) == pytest.approx(20_000 / 9, rel=0.15)
+
+
+# --- Wilson's interval of a proportion ---------------------------------------------------------
+
+
+@given(n=st.integers(1, 500), data=st.data(), confidence=st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+def test_wilson_interval_matches_statsmodels(n, data, confidence):
+    successes = data.draw(st.integers(0, n))
+    result = wilson_interval(successes, n, confidence=confidence)
+    low, high = proportion_confint(successes, n, alpha=1 - confidence, method="wilson")
+    assert math.isclose(result.low, low, abs_tol=1e-12)
+    assert math.isclose(result.high, high, abs_tol=1e-12)
+    assert result.low <= result.estimate <= result.high
+
+
+def test_wilson_interval_without_answers_and_bad_counts():
+    assert math.isnan(wilson_interval(0, 0).estimate)
+    with pytest.raises(ValueError, match="successes"):
+        wilson_interval(3, 2)
+
+
+@given(data=st.data())
+def test_wilson_interval_is_vectorised_over_annotators(data):
+    n = np.array(data.draw(st.lists(st.integers(0, 200), min_size=1, max_size=8)))
+    s = np.array([data.draw(st.integers(0, k)) for k in n])
+    together = wilson_interval(s, n)
+    for k in range(n.size):
+        one = wilson_interval(int(s[k]), int(n[k]))
+        for part in range(3):
+            assert np.isclose(together[part][k], one[part], equal_nan=True)
+    assert together.n.tolist() == n.tolist()
 
 
 # --- transitivity kappa: Wilson interval ----------------------------------------------------------

@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from analytics.intervals import quality_record
+from analytics.metrics.uncertainty import wilson_interval
 from analytics.models import Flag
 from analytics.selectors import latest_snapshot
 from apps.annotations.selectors import assignment_next
@@ -16,7 +17,6 @@ from apps.annotations.services import annotations_submit
 from apps.categorical.kind import CATEGORICAL
 from apps.recruitment.indicators import GOLD_ACCURACY
 from apps.recruitment.models import GoldAnswer
-from apps.recruitment.quality import wilson_interval
 from apps.recruitment.services import participant_start_work
 from tests.apps.recruitment.setup import CHECK_ANSWER, recruiting_study
 from tests.apps.recruitment.test_services import qualified

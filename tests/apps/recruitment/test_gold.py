@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import doctest
 import io
 import math
 import uuid
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from statsmodels.stats.proportion import proportion_confint
 
 from apps.annotations.selectors import assignment_next
@@ -17,9 +14,7 @@ from apps.annotations.services import annotations_submit
 from apps.items.importing import ItemImportError
 from apps.items.models import Item
 from apps.items.services import items_import
-from apps.recruitment import quality
 from apps.recruitment.models import GoldAnswer
-from apps.recruitment.quality import wilson_interval
 from apps.recruitment.selectors import gold_accuracy, participants_overview, payment_rows
 from apps.recruitment.services import participant_start_work
 from apps.studies.services import question_create
@@ -136,23 +131,3 @@ def test_gold_accuracy_counts_live_answers_to_checks_with_their_interval():
     lines = list(payment_rows(study=study))
     assert lines[1][-4:] == [2, 2, 1.0, "no"]  # not done yet: no bonus
     assert lines[2][-4:] == [0, 2, 0.0, "no"]
-
-
-@given(n=st.integers(1, 500), data=st.data(), confidence=st.sampled_from([0.8, 0.9, 0.95, 0.99]))
-def test_wilson_interval_matches_statsmodels(n, data, confidence):
-    successes = data.draw(st.integers(0, n))
-    result = wilson_interval(successes, n, confidence=confidence)
-    low, high = proportion_confint(successes, n, alpha=1 - confidence, method="wilson")
-    assert math.isclose(result.low, low, abs_tol=1e-12)
-    assert math.isclose(result.high, high, abs_tol=1e-12)
-    assert result.low <= result.estimate <= result.high
-
-
-def test_wilson_interval_without_answers_and_bad_counts():
-    assert math.isnan(wilson_interval(0, 0).estimate)
-    with pytest.raises(ValueError, match="successes"):
-        wilson_interval(3, 2)
-
-
-def test_the_docstring_examples_run():
-    assert doctest.testmod(quality).failed == 0
