@@ -14,6 +14,7 @@ from typing import Any
 from django.db.models import (
     Count,
     Exists,
+    Expression,
     F,
     IntegerField,
     OuterRef,
@@ -24,6 +25,7 @@ from django.db.models import (
 )
 from django.db.models.expressions import OrderBy
 from django.db.models.functions import Coalesce
+from django.db.models.lookups import GreaterThanOrEqual, LessThanOrEqual
 
 from analytics.models import Flag
 from apps.adjudication.models import PredictedDisagreement
@@ -78,7 +80,7 @@ def _figures(study: Study) -> dict[str, Any]:
     answers of one question with different labels) and ``flagged`` (a live answer by an
     annotator whose flag on that question holds and was not dismissed) and ``predicted``
     (the highest predicted disagreement of the item over the study's questions, if any)."""
-    answers = _count(_live_answers())
+    answers: Expression = _count(_live_answers())
     if study.questions.filter(kind=Question.Kind.PAIRWISE).exists():
         judged = Judgement.objects.filter(
             Q(item_a=OuterRef("pk")) | Q(item_b=OuterRef("pk")), retraction__isnull=True
@@ -105,20 +107,16 @@ def _figures(study: Study) -> dict[str, Any]:
 def items_listed(*, study: Study, filters: ItemFilter) -> QuerySet[Item]:
     """The study's items that pass ``filters``, in its order (:data:`SORTS`).
 
-    Only the figures the filters and the order need are computed, over every item; the
-    page's rows get theirs from :func:`items_with_figures`, so that a page far down a big
-    study costs what its rows cost.
+    Only the figures the filters and the order need are computed, over every item (the
+    filters as conditions, the order's as an annotation); the page's rows get theirs from
+    :func:`items_with_figures`, so that a page far down a big study costs what its rows cost.
     """
     figures = _figures(study)
-    needed = {
-        "answers": filters.min_answers is not None
-        or filters.max_answers is not None
-        or filters.sort in ("answers", "-answers"),
-        "disputed": filters.disputed,
-        "flagged": filters.flagged,
+    ordered_by = {
+        "answers": filters.sort in ("answers", "-answers"),
         "predicted": filters.sort == "-predicted",
     }
-    items = study.items.annotate(**{key: figures[key] for key, need in needed.items() if need})
+    items = study.items.annotate(**{key: figures[key] for key, need in ordered_by.items() if need})
     if filters.search:
         items = items.filter(
             Q(external_id__icontains=filters.search) | Q(text__icontains=filters.search)
@@ -126,13 +124,13 @@ def items_listed(*, study: Study, filters: ItemFilter) -> QuerySet[Item]:
     if filters.kind:
         items = items.filter(kind=filters.kind)
     if filters.min_answers is not None:
-        items = items.filter(answers__gte=filters.min_answers)
+        items = items.filter(GreaterThanOrEqual(figures["answers"], filters.min_answers))
     if filters.max_answers is not None:
-        items = items.filter(answers__lte=filters.max_answers)
+        items = items.filter(LessThanOrEqual(figures["answers"], filters.max_answers))
     if filters.disputed:
-        items = items.filter(disputed=True)
+        items = items.filter(figures["disputed"])
     if filters.flagged:
-        items = items.filter(flagged=True)
+        items = items.filter(figures["flagged"])
     return items.order_by(*SORTS.get(filters.sort, SORTS["position"])[1])
 
 
