@@ -347,6 +347,15 @@ def annotator_reports(*, question: Question) -> list[AnnotatorReport]:
 AnnotatorScores = dict[int, tuple[float, float]]
 
 
+class ItemRef(NamedTuple):
+    """An item of the score table as its two identifiers, read without building an
+    :class:`~apps.items.models.Item` (100,000 instances cost seconds; pages load the few they
+    show)."""
+
+    pk: int
+    external_id: str
+
+
 class ItemScore(NamedTuple):
     """One item's row of the score table.
 
@@ -355,7 +364,7 @@ class ItemScore(NamedTuple):
     have 100,000 rows.
     """
 
-    item: Item
+    item: ItemRef
     log_strength: float
     se: float
     rank: int | None
@@ -438,11 +447,11 @@ def question_scores(*, question: Question) -> QuestionScores:
         for session in sessions
     }
     items = [
-        item
+        ItemRef(*item)
         for item in Item.objects.filter(study_id=question.study_id)
-        .defer("metadata", "created_at", "updated_at")  # unused; the slowest to convert
         .order_by("position", "id")
-        if item.pk in item_ids
+        .values_list("pk", "external_id")  # tuples: model instances cost seconds at 100,000
+        if item[0] in item_ids
     ]
     order = [item.pk for item in items]
     annotator_scores = [_count_scores_of(by_annotator[s.annotator_id]) for s in sessions]

@@ -137,6 +137,8 @@ def results(request: HttpRequest, study_id: int, question_key: str) -> HttpRespo
         settings, settings_error = None, " ".join(exc.messages)
     reports = annotator_reports(question=question)
     scores = question_scores(question=question)
+    shown = scores.rows[:SCORE_TABLE_ROWS]
+    items = Item.objects.only("external_id", "text").in_bulk([row.item.pk for row in shown])
     context = {
         "study": study,
         "question": question,
@@ -145,7 +147,7 @@ def results(request: HttpRequest, study_id: int, question_key: str) -> HttpRespo
         "reports": reports,
         "flagged": [report for report in reports if report.flagged],
         "scores": scores,
-        "score_rows": scores.rows[:SCORE_TABLE_ROWS],
+        "score_rows": [(row, items[row.item.pk]) for row in shown],
     }
     return render(request, "preferences/results.html", context)
 
