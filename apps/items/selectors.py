@@ -104,6 +104,18 @@ def _figures(study: Study) -> dict[str, Any]:
     }
 
 
+def _disputed_item_ids(study: Study) -> QuerySet[Any, Any]:
+    """Ids of the study's items with two live answers of one question whose labels differ
+    (the ``disputed`` of :func:`_figures`, for every item at once)."""
+    return (
+        Annotation.objects.filter(question__study=study, current_revision__label__isnull=False)
+        .values("item_id", "question_id")
+        .annotate(labels=Count("current_revision__label", distinct=True))
+        .filter(labels__gt=1)
+        .values("item_id")
+    )
+
+
 def items_listed(*, study: Study, filters: ItemFilter) -> QuerySet[Item]:
     """The study's items that pass ``filters``, in its order (:data:`SORTS`).
 
@@ -127,8 +139,8 @@ def items_listed(*, study: Study, filters: ItemFilter) -> QuerySet[Item]:
         items = items.filter(GreaterThanOrEqual(figures["answers"], filters.min_answers))
     if filters.max_answers is not None:
         items = items.filter(LessThanOrEqual(figures["answers"], filters.max_answers))
-    if filters.disputed:
-        items = items.filter(figures["disputed"])
+    if filters.disputed:  # one grouped pass over the answers: cheaper than a test per item
+        items = items.filter(pk__in=_disputed_item_ids(study))
     if filters.flagged:
         items = items.filter(figures["flagged"])
     return items.order_by(*SORTS.get(filters.sort, SORTS["position"])[1])
