@@ -328,7 +328,7 @@ def annotator_reports(*, question: Question) -> list[AnnotatorReport]:
                 n_items=n,
                 asked=len(state.judgements),
                 all_pairs=math.comb(n, 2),
-                minimum=math.ceil(math.log2(math.factorial(n))),
+                minimum=math.ceil(math.lgamma(n + 1) / math.log(2)),  # log2 n! without n!
                 consistency=consistency(state.judgements, strict=state.settings.strict),
                 contradictions=sum(j.contradicts for j in state.judgements),
                 remaining=state.remaining,
