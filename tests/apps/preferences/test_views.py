@@ -7,6 +7,7 @@ import io
 import re
 
 import pytest
+from django.db.models.signals import post_init
 from django.urls import reverse
 
 from apps.items.models import Item
@@ -193,6 +194,29 @@ def test_the_results_page_lists_the_best_items_and_the_downloads_every_item(
     data = api_client.get(url).json()
     assert len(data["items"]) == 5
     assert data["bt_se_exact"] is True
+
+
+def test_the_scores_build_items_only_for_the_rows_the_page_shows(client, pairwise, monkeypatch):
+    # 100,000 Item instances cost seconds: the score table reads ids, the page loads its rows
+    levels = {item.pk: k for k, item in enumerate(pairwise.items)}
+    answer_all(pairwise.question, pairwise.annotators[0], by_level(levels))
+    monkeypatch.setattr(views, "SCORE_TABLE_ROWS", 2)
+    built: list[Item] = []
+
+    def count(sender, instance, **kwargs):
+        built.append(instance)
+
+    post_init.connect(count, sender=Item)
+    try:
+        client.force_login(pairwise.manager)
+        html = client.get(results_url(pairwise)).content.decode()
+        csv_lines = b"".join(client.get(results_url(pairwise, "scores_csv")).streaming_content)
+    finally:
+        post_init.disconnect(count, sender=Item)
+    best = sorted(pairwise.items, key=lambda item: levels[item.pk])[::-1][:2]
+    assert sorted(item.pk for item in built) == sorted(item.pk for item in best)
+    assert all(item.external_id in html for item in best)
+    assert csv_lines.count(b"\n") == 1 + len(pairwise.items)
 
 
 def test_results_show_the_share_of_a_answers_and_a_left_bias(client, db):
