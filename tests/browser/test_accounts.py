@@ -41,7 +41,7 @@ def test_an_existing_account_accepts_an_invitation_on_its_home_page(open_page, s
     manager_page.goto(f"/studies/{study.pk}/annotators/")
     invite = manager_page.get_by_role("region", name="Invite an existing account")
     invite.get_by_label("Username").fill(newcomer.username)
-    manager_page.get_by_role("button", name="Invite as annotator").click()
+    invite.get_by_role("button", name="Invite", exact=True).click()  # role: annotator by default
     expect(manager_page.get_by_role("status")).to_contain_text("joins the study when it accepts")
     assert not study.memberships.filter(user=newcomer).exists()
 
