@@ -103,7 +103,6 @@ PAGES: dict[str, Page] = {
     ),
     "items:import": Page(MANAGERS, _study),
     "items:list": Page(MANAGERS, _study),
-    "items:list": Page(MANAGERS, _study),
     "items:detail": Page(MANAGERS, _with(item_id=lambda s: s.item.pk)),
     "items:media": Page(
         MEMBERS, _with(item_id=lambda s: s.item.pk, name=lambda s: s.item.media.name.split("/")[-1])
