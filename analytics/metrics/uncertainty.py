@@ -1347,7 +1347,7 @@ def wilson_interval(successes: ArrayLike, n: ArrayLike, *, confidence: float = 0
     s = np.asarray(successes, dtype=np.int64)
     trials = np.asarray(n, dtype=np.int64)
     if np.any((s < 0) | (s > trials)):
-        raise ValueError(f"need 0 <= successes <= n; got {successes} of {n}")
+        raise ValueError(f"need 0 <= successes <= n; got {s} of {trials}")
     with np.errstate(divide="ignore", invalid="ignore"):
         m = np.where(trials > 0, trials, np.nan)
         p = s / m

@@ -42,7 +42,7 @@ from analytics.metrics.categorical import kappa_from_confusion, pairwise_confusi
 from analytics.metrics.intervals import indicator_intervals_pairwise, kappa_with_others_interval
 from analytics.metrics.krippendorff import coincidence_matrix
 from analytics.metrics.preferences import transitivity_kappa_from_counts
-from analytics.metrics.uncertainty import CountedTriplets
+from analytics.metrics.uncertainty import CountedTriplets, wilson_interval
 from analytics.models import QualityState
 from analytics.pipeline import annotator_index, publish_after_commit, state_for_update
 from analytics.sufficient_stats import PAIRWISE_COLUMNS, PairwiseStats
@@ -69,6 +69,7 @@ CONTRADICTION_RATE = Indicator(
     direction="lower",
     rule=FlagRule("audit contradiction rate"),
     evidence="audits",
+    interval="contradiction_rate",
 )
 PRUNING_STOPPED_AT = Indicator("pruning_stopped_at", "Pruning stopped after", "{:.0f}")
 OUTCOME_KAPPA = Indicator(
@@ -79,7 +80,13 @@ OUTCOME_KAPPA = Indicator(
     evidence="pairs",
     interval="outcome_kappa",
 )
-AGREEMENT = Indicator("agreement", "Same outcome on shared pairs", "{:.0%}")
+AGREEMENT = Indicator(
+    "agreement",
+    "Same outcome on shared pairs",
+    "{:.0%}",
+    evidence="comparisons",
+    interval="agreement",
+)
 INDICATORS = (
     JUDGEMENTS,
     SECONDS_PER_JUDGEMENT,
@@ -157,7 +164,9 @@ def _annotator_row(
         "n_transitive": found.n_transitive,
         "n_complete": found.n_complete,
         "audits": sum(j.phase == Judgement.Phase.AUDIT for j in judgements),
-        "contradictions": sum(j.contradicts for j in judgements),
+        "contradictions": sum(
+            j.contradicts and j.phase == Judgement.Phase.AUDIT for j in judgements
+        ),
         "pruning_stopped_at": stopped_at or 0,
         "applied": applied,
     }
@@ -361,8 +370,9 @@ def derive_pairwise(
         contradicted what earlier answers implied), ``pruning_stopped_at`` (judgements after
         which kappa fell below the floor, ``None`` while pruning), ``outcome_kappa``
         (overlap-weighted Cohen's kappa with the others on the outcomes of shared pairs),
-        ``agreement`` (share of shared pairs judged the same way); evidence ``triplets``,
-        ``pairs`` and ``audits``; study figure ``pooled_transitivity_kappa`` (summed triplet
+        ``agreement`` (share of comparisons with others on shared pairs with the same outcome,
+        :func:`shared_outcomes`); evidence ``triplets``, ``pairs``, ``audits`` and
+        ``comparisons``; study figure ``pooled_transitivity_kappa`` (summed triplet
         counts); matrices ``kappa``, ``agreement``, ``overlap``, ``order`` and ``mds``.
 
     Notes
@@ -378,10 +388,8 @@ def derive_pairwise(
     overlap = confusion.sum(axis=(2, 3))
     kappa = np.asarray(kappa_from_confusion(confusion), dtype=float).reshape(m, m)
     kappa, kappa_others = with_others(kappa, overlap, min_overlap=min_overlap)
-    same = np.trace(confusion, axis1=2, axis2=3)
-    agreement = ratio(same, overlap)
-    others = ~np.eye(m, dtype=bool)
-    agreement_others = ratio((same * others).sum(axis=1), (overlap * others).sum(axis=1))
+    agreement = ratio(np.trace(confusion, axis1=2, axis2=3), overlap)
+    same_others, comparisons = shared_outcomes(stats)
     transitive, complete = stats.column("n_transitive"), stats.column("n_complete")
     pairs = np.diagonal(overlap)
     ties = confusion[np.arange(m), np.arange(m), 1, 1]
@@ -407,12 +415,13 @@ def derive_pairwise(
             ),
             PRUNING_STOPPED_AT.key: json_ready(np.where(stopped > 0, stopped, np.nan)),
             OUTCOME_KAPPA.key: json_ready(kappa_others),
-            AGREEMENT.key: json_ready(agreement_others),
+            AGREEMENT.key: json_ready(ratio(same_others, comparisons)),
         },
         evidence={
             "triplets": [int(n) for n in complete],
             "pairs": [int(n) for n in pairs],
             "audits": [int(n) for n in stats.column("audits")],
+            "comparisons": [int(n) for n in comparisons],
         },
         study={
             POOLED_TRANSITIVITY_KAPPA.key: json_ready(
@@ -433,6 +442,16 @@ def derive_pairwise(
             **pair_matrices(kappa, with_map=with_map),
         },
     )
+
+
+def shared_outcomes(stats: PairwiseStats) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each annotator's comparisons with the others on shared pairs (a pair counts once for
+    every other annotator who judged it) and how many of them had the same outcome: the
+    counts behind ``agreement``."""
+    confusion = stats.pairs.confusion
+    others = ~np.eye(stats.n_annotators, dtype=bool)
+    same = (np.trace(confusion, axis1=2, axis2=3) * others).sum(axis=1)
+    return same, (confusion.sum(axis=(2, 3)) * others).sum(axis=1)
 
 
 def derive_question(state: QualityState, question: Question, *, with_map: bool) -> Derived:
@@ -480,8 +499,10 @@ def judgement_intervals(question: Question) -> IntervalSet | None:
     each interval is centred on the value shown; ``n`` in complete triplets. Kappa with others
     on shared pairs: the delta-method interval of
     :func:`~analytics.metrics.intervals.kappa_with_others_interval` on the latest kept outcome
-    of every pair (the live pair confusion's ratings), ``n`` in pairs. ``None`` before the
-    first judgement."""
+    of every pair (the live pair confusion's ratings), ``n`` in pairs. Audit contradictions
+    and the same-outcome share: Wilson's interval of the state's own counts
+    (:func:`~analytics.metrics.uncertainty.wilson_interval`, ``n`` in audits and in
+    comparisons, :func:`shared_outcomes`). ``None`` before the first judgement."""
     state = QualityState.objects.filter(question=question).first()
     if state is None or not state.annotator_ids:
         return None
@@ -497,6 +518,11 @@ def judgement_intervals(question: Question) -> IntervalSet | None:
         _outcome_ratings([_latest_codes(mine) for mine in kept]),
         min_overlap=quality_config().min_overlap,
     )
+    stats = PairwiseStats.from_bytes(state.stats, n_annotators=len(state.annotator_ids))
+    found[CONTRADICTION_RATE.key] = wilson_interval(
+        stats.column("contradictions"), stats.column("audits")
+    )
+    found[AGREEMENT.key] = wilson_interval(*shared_outcomes(stats))
     evidence = derive_question(state, question, with_map=False).evidence
     return IntervalSet(
         annotators=state.annotator_ids,

@@ -8,6 +8,7 @@ import uuid
 
 import numpy as np
 import pytest
+from statsmodels.stats.proportion import proportion_confint
 
 from analytics.intervals import interval_text
 from analytics.models import Flag, QualitySnapshot
@@ -133,11 +134,10 @@ def test_pairwise_intervals_appear_and_flag_states_them(judged, client):
     assert kappa["unit"] == "triplets"
 
 
-def test_pairwise_interval_is_centred_on_the_live_transitivity_kappa(
-    intervals_on, pinned_pair_seed
-):
-    """Sort answers, audits (re-asked implied pairs) and ties: the interval's estimate is the
-    live figure, both counted from one reading of the kept judgements."""
+@pytest.fixture
+def audited(intervals_on, pinned_pair_seed):
+    """Sort answers, audits (re-asked implied pairs) and ties from a consistent annotator
+    with ties, a random one and one who closes every cycle it can."""
     ps = make_pairwise_study(n_items=9, n_annotators=3, settings={"audit_rate": 0.4})
     levels = {item.pk: k // 2 for k, item in enumerate(ps.items)}
     rng = np.random.default_rng(5)
@@ -146,6 +146,13 @@ def test_pairwise_interval_is_centred_on_the_live_transitivity_kappa(
     answer_all(ps.question, ps.annotators[2], cycle_maker())
     quality_judgements_process(question_id=ps.question.pk)
     quality_publish(question_id=ps.question.pk)
+    return ps
+
+
+def test_pairwise_interval_is_centred_on_the_live_transitivity_kappa(audited):
+    """The interval's estimate is the live figure, both counted from one reading of the kept
+    judgements."""
+    ps = audited
     stored = _latest(ps.question).indicators
     live = stored["values"]["transitivity_kappa"]
     entries = stored["intervals"]["transitivity_kappa"]
@@ -189,3 +196,32 @@ def test_pairwise_kappa_with_others_has_its_interval_centred_on_the_live_figure(
         assert entry[0] == pytest.approx(value, abs=1e-4)
         assert entry[1] <= entry[0] <= entry[2]
         assert entry[3] == pairs
+
+
+def test_pairwise_rates_have_wilson_intervals_with_their_evidence(audited, client):
+    """Audit contradictions and the same-outcome share are proportions: Wilson's interval of
+    the live counts (statsmodels as the oracle), ``n`` in audits and in comparisons with
+    others (shared pairs x the others who judged them)."""
+    ps = audited
+    stored = _latest(ps.question).indicators
+    # Calibration answers may contradict the closure too; the rate counts audits only.
+    assert all(r is None or 0 <= r <= 1 for r in stored["values"]["contradiction_rate"])
+    checked = 0
+    for key, unit in (("contradiction_rate", "audits"), ("agreement", "comparisons")):
+        live = stored["values"][key]
+        entries = stored["intervals"][key]
+        for value, entry, n in zip(live, entries, stored["evidence"][unit], strict=True):
+            if value is None:
+                assert entry is None
+                continue
+            low, high = proportion_confint(round(value * n), n, method="wilson")
+            assert entry[0] == pytest.approx(value, abs=1e-4)
+            assert entry[1:] == [pytest.approx(low, abs=1e-5), pytest.approx(high, abs=1e-5), n]
+            checked += 1
+    assert checked >= 4
+    client.force_login(ps.manager)
+    url = f"/api/studies/{ps.study.pk}/questions/{ps.question.pk}/quality/"
+    first = client.get(url).json()["annotators"][0]["indicators"]
+    assert first["agreement"]["unit"] == "comparisons"
+    assert first["agreement"]["low"] <= first["agreement"]["value"] <= first["agreement"]["high"]
+    assert first["contradiction_rate"]["unit"] == "audits"
