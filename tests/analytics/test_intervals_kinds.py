@@ -4,15 +4,19 @@ processing, stated in flags and carried by the API (as for categorical questions
 
 from __future__ import annotations
 
+import importlib
 import uuid
 
 import numpy as np
 import pytest
+from django.apps import apps as django_apps
 from statsmodels.stats.proportion import proportion_confint
 
 from analytics.intervals import interval_text
-from analytics.models import Flag, QualitySnapshot
+from analytics.models import Flag, QualitySnapshot, QualityState
+from analytics.pipeline import quality_sweep
 from analytics.publishing import quality_publish
+from analytics.sufficient_stats import PairwiseStats
 from apps.continuous.quality import quality_traces_process
 from apps.continuous.services import trace_finish
 from apps.preferences.quality import quality_judgements_process
@@ -225,3 +229,23 @@ def test_pairwise_rates_have_wilson_intervals_with_their_evidence(audited, clien
     assert first["agreement"]["unit"] == "comparisons"
     assert first["agreement"]["low"] <= first["agreement"]["value"] <= first["agreement"]["high"]
     assert first["contradiction_rate"]["unit"] == "audits"
+
+
+def test_migration_drops_pairwise_states_and_the_sweep_recounts_them(audited):
+    """States stored before audit contradictions were counted on audits only are dropped by
+    the migration; the sweep finds the question behind and recounts from the judgements."""
+    forget = importlib.import_module(
+        "apps.preferences.migrations.0005_recount_audit_contradictions"
+    ).forget_pairwise_states
+    question = audited.question
+    before = QualityState.objects.get(question=question)
+    counted = PairwiseStats.from_bytes(before.stats, n_annotators=len(before.annotator_ids))
+    forget(django_apps, None)
+    assert not QualityState.objects.filter(question=question).exists()
+    assert question.pk in quality_sweep()  # inline mode: dispatched and processed at once
+    after = QualityState.objects.get(question=question)
+    assert after.annotator_ids == before.annotator_ids
+    recounted = PairwiseStats.from_bytes(after.stats, n_annotators=len(after.annotator_ids))
+    for column in ("audits", "contradictions", "n_complete", "applied"):
+        np.testing.assert_array_equal(recounted.column(column), counted.column(column))
+    assert (recounted.column("contradictions") <= recounted.column("audits")).all()
