@@ -156,11 +156,10 @@ def test_a_bad_calibration_pair_is_refused(value, field_message):
     assert not GoldAnswer.objects.exists()
 
 
-@pytest.mark.parametrize("kind", [Question.Kind.PAIRWISE, Question.Kind.CONTINUOUS])
-def test_trace_and_pair_gold_answers_are_for_training_only(kind):
-    _, question, _ = study_of(kind)
-    value = {"versus": "s-1", "outcome": 1} if kind == Question.Kind.PAIRWISE else {}
-    item = Item.objects.get(external_id="s-0" if kind == Question.Kind.PAIRWISE else "green")
+def test_pair_gold_answers_are_for_training_only():
+    _, question, _ = study_of(Question.Kind.PAIRWISE)
+    value = {"versus": "s-1", "outcome": 1}
+    item = Item.objects.get(external_id="s-0")
     with pytest.raises(ValidationError, match="training") as caught:
         gold_answer_set(item=item, question=question, value=value, use="check")
     assert "use" in caught.value.message_dict
