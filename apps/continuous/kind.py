@@ -5,12 +5,12 @@ Registered once in ``settings.QUESTION_KINDS`` as ``apps.continuous.kind.CONTINU
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from analytics.indicators import Derived
+from analytics.indicators import Derived, Indicator
 from analytics.intervals import IntervalSet
-from analytics.models import QualityState
+from analytics.models import QualitySnapshot, QualityState
 from apps.annotations.exporting import annotation_export_rows
 from apps.annotations.models import Assignment
 from apps.continuous import quality
@@ -20,6 +20,11 @@ from apps.continuous.forms import TraceSettingsForm
 from apps.continuous.selectors import item_overlay, item_traces, trace_progress
 from apps.continuous.values import clean_trace_pointer
 from apps.items.models import Item
+from apps.recruitment.indicators import (
+    GOLD_ACCURACY,
+    gold_accuracy_publish,
+    with_attention_floor,
+)
 from apps.studies.kinds import QuestionKind
 from apps.studies.models import Label, Question
 from core.types import Account
@@ -30,7 +35,7 @@ class ContinuousKind(QuestionKind):
 
     key = Question.Kind.CONTINUOUS.value
     label = Question.Kind.CONTINUOUS.label
-    indicators = quality.INDICATORS
+    indicators = (*quality.INDICATORS, GOLD_ACCURACY)
     count = quality.TRACES_DONE.key
     agreement = quality.KAPPA_SDA.key
     study_figures = (quality.POOLED_KAPPA_SDA, quality.ICC)
@@ -76,6 +81,25 @@ class ContinuousKind(QuestionKind):
 
     def derive(self, state: QualityState, question: Question, *, with_map: bool) -> Derived:
         return quality.derive_question(state, question, with_map=with_map)
+
+    def publish_extras(
+        self,
+        derived: Derived,
+        *,
+        question: Question,
+        state: QualityState,
+        previous: QualitySnapshot | None,
+        item_ids: Sequence[int] | None,
+        rebuild: bool,
+        refresh: bool,
+    ) -> None:
+        """Accuracy on hidden gold-trace attention checks (kappa_SDA with the truth against
+        the study's trace threshold)."""
+        gold_accuracy_publish(derived, question=question)
+
+    def indicators_for(self, question: Question) -> tuple[Indicator, ...]:
+        """The attention-check rule's floor is the study's attention floor."""
+        return with_attention_floor(self.indicators, question=question)
 
     def intervals(self, question: Question) -> IntervalSet | None:
         """kappa_SDA with others, against the truth and the study ICC

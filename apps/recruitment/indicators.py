@@ -1,10 +1,12 @@
 """The attention-check indicator: each annotator's accuracy on a question's hidden gold items.
 
 Declared like every indicator (:class:`~analytics.indicators.Indicator`) and listed by the
-categorical kind, so the dashboard shows it as a column (only for questions with attention
-checks), the API and exports carry it with its interval and evidence, and the flag rules judge
-it: an annotator is flagged once the Wilson interval of their accuracy lies below the study's
-attention floor (``Recruitment.attention_floor``), or stands out from the others'.
+categorical kind (label checks) and the continuous kind (gold-trace checks, passed when the
+trace's kappa_SDA with the truth reaches the study's trace threshold), so the dashboard shows
+it as a column (only for questions with attention checks), the API and exports carry it
+with its interval and evidence, and the flag rules judge it: an annotator is flagged once the
+Wilson interval of their accuracy lies below the study's attention floor
+(``Recruitment.attention_floor``), or stands out from the others'.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from django.utils import timezone
 from analytics.metrics.uncertainty import Interval, wilson_interval
 from apps.annotations.models import Annotation, Assignment
 from apps.continuous.models import GoldSignal
+from apps.continuous.selectors import calibration_report
 from apps.items.models import Item
 from apps.recruitment.models import GoldAnswer, Participant, Recruitment, TrainingAnswer
 from apps.studies.kinds import queue_kinds
@@ -185,35 +186,70 @@ def gold_accuracy(*, study: Study, question: Question | None = None) -> dict[int
     """Per annotator (id), accuracy on the study's attention-check gold answers (only those
     of ``question`` when given).
 
-    Counts each live answer (latest revision, not retracted) to a question with a ``check``
-    gold answer, in any round; the interval is Wilson's (:func:`wilson_interval`). Annotators
-    without such answers are absent.
+    A label check counts each live answer (latest revision, not retracted) to its question,
+    in any round, right when it is the gold label. A trace check counts each current finished
+    trace of its item, right when its kappa_SDA with the true signal (lag-corrected, as in
+    :func:`~apps.continuous.selectors.calibration_report`) reaches the study's
+    ``trace_threshold``; an undefined kappa_SDA is a failed check. The interval is Wilson's
+    (:func:`wilson_interval`). Annotators without such answers are absent.
     """
     checks = GoldAnswer.objects.filter(item__study=study, use=GoldAnswer.Use.CHECK)
     if question is not None:
         checks = checks.filter(question=question)
+    checks = checks.select_related("question")
+    labels = [g for g in checks if g.question.kind != Question.Kind.CONTINUOUS]
+    traces = [g for g in checks if g.question.kind == Question.Kind.CONTINUOUS]
+    tally: dict[int, list] = defaultdict(lambda: ["", 0, 0])
+    for annotator_id, username, right in (
+        *_label_check_outcomes(study=study, checks=labels),
+        *_trace_check_outcomes(study=study, checks=traces),
+    ):
+        entry = tally[annotator_id]
+        entry[0] = username
+        entry[1] += right
+        entry[2] += 1
+    return {
+        annotator_id: GoldAccuracy(annotator_id, username, right, n, wilson_interval(right, n))
+        for annotator_id, (username, right, n) in sorted(tally.items(), key=lambda kv: kv[1][0])
+    }
+
+
+def _label_check_outcomes(
+    *, study: Study, checks: list[GoldAnswer]
+) -> Iterator[tuple[int, str, bool]]:
+    """(annotator id, name, right) of each live answer to a label check of ``checks``."""
     gold = {(g.item_id, g.question_id): g.value for g in checks}
     if not gold:
-        return {}
+        return
     rows = Annotation.objects.filter(
         question__study=study,
         item_id__in={item_id for item_id, _ in gold},
         current_revision__value__isnull=False,
     ).values_list("annotator_id", "annotator__username", "item_id", "question_id",
                   "current_revision__value")  # fmt: skip
-    tally: dict[int, list] = defaultdict(lambda: ["", 0, 0])
     for annotator_id, username, item_id, question_id, value in rows:
         expected = gold.get((item_id, question_id))
-        if expected is None:
-            continue
-        entry = tally[annotator_id]
-        entry[0] = username
-        entry[1] += value == expected
-        entry[2] += 1
-    return {
-        annotator_id: GoldAccuracy(annotator_id, username, right, n, wilson_interval(right, n))
-        for annotator_id, (username, right, n) in sorted(tally.items(), key=lambda kv: kv[1][0])
-    }
+        if expected is not None:
+            yield annotator_id, username, value == expected
+
+
+def _trace_check_outcomes(
+    *, study: Study, checks: list[GoldAnswer]
+) -> Iterator[tuple[int, str, bool]]:
+    """(annotator id, name, right) of each current trace of a gold-trace check of ``checks``:
+    right when its kappa_SDA with the truth reaches the study's ``trace_threshold``."""
+    if not checks:
+        return
+    recruitment = Recruitment.objects.filter(study=study).first() or Recruitment(study=study)
+    items: dict[Question, set[int]] = defaultdict(set)
+    for gold in checks:
+        items[gold.question].add(gold.item_id)
+    for question, item_ids in items.items():
+        for row in calibration_report(question=question):
+            for figures in row.items:
+                if figures.item_id in item_ids:
+                    right = bool(figures.kappa_sda >= recruitment.trace_threshold)
+                    yield row.annotator_id, row.username, right
 
 
 @dataclass(frozen=True)

@@ -334,15 +334,16 @@ def gold_answer_set(
 
     ``value`` is checked per kind (:func:`~apps.recruitment.scoring.gold_value_clean`):
     a label, a calibration pair's known order, or a gold trace (the item's known signal).
+    Labels and gold traces may be hidden attention checks; pairs are for training only.
     """
     if question.study_id != item.study_id:
         raise ValidationError({"question": "The question belongs to another study."})
     if use not in GoldAnswer.Use.values:
         raise ValidationError({"use": f"Use one of {', '.join(GoldAnswer.Use.values)}."})
     cleaned = gold_value_clean(item=item, question=question, value=value)
-    if use == GoldAnswer.Use.CHECK and question.kind != Question.Kind.CATEGORICAL:
+    if use == GoldAnswer.Use.CHECK and question.kind == Question.Kind.PAIRWISE:
         raise ValidationError(
-            {"use": "Attention checks are categorical; use gold traces and pairs for training."}
+            {"use": "Attention checks are labels or gold traces; use pairs for training."}
         )
     gold, _ = GoldAnswer.objects.update_or_create(
         item=item, question=question, defaults={"value": cleaned, "reason": reason, "use": use}

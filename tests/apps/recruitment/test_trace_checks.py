@@ -12,6 +12,7 @@ from analytics.metrics.uncertainty import wilson_interval
 from analytics.selectors import latest_snapshot
 from apps.annotations.models import Assignment
 from apps.continuous.kind import CONTINUOUS
+from apps.continuous.selectors import calibration_report
 from apps.items.models import Item
 from apps.recruitment.indicators import GOLD_ACCURACY
 from apps.recruitment.models import GoldAnswer
@@ -38,7 +39,7 @@ def inverted(times: np.ndarray) -> np.ndarray:
 
 
 def test_a_gold_trace_marked_as_a_check_is_mixed_into_the_package():
-    study, question, recruitment = study_of(
+    _, question, recruitment = study_of(
         Question.Kind.CONTINUOUS, items_per_participant=3, check_rate=0.5
     )
     green = Item.objects.get(external_id="green")
@@ -72,16 +73,27 @@ def test_a_trace_check_is_passed_when_its_kappa_sda_reaches_the_trace_threshold(
     assert gold_accuracy(study=ts.study, question=ts.question).keys() == found.keys()
 
 
-def test_a_trace_below_a_strict_threshold_fails_the_check():
-    ts, careful, _ = traced_checks(1.0)
-    assert gold_accuracy(study=ts.study)[careful.pk].correct == 0
+def half_followed(times: np.ndarray) -> np.ndarray:
+    """The truth for the first half, then a slider left still: a low, positive kappa_SDA."""
+    return follows(np.minimum(times, times[-1] / 2))
+
+
+@pytest.mark.parametrize(("threshold", "passed"), [(0.0, 1), (0.5, 0)])
+def test_the_studys_trace_threshold_decides_a_moderate_trace(threshold, passed):
+    ts = make_trace_study(n_annotators=1)
+    recruitment_update(study=ts.study, trace_threshold=threshold)
+    gold_answer_set(item=ts.gold_item, question=ts.question, value={}, use="check")
+    ts.trace_gold(ts.annotators[0], half_followed)
+    kappa = calibration_report(question=ts.question)[0].kappa_sda
+    assert 0.0 < kappa < 0.5
+    assert gold_accuracy(study=ts.study)[ts.annotators[0].pk].correct == passed
 
 
 def test_the_continuous_dashboard_shows_trace_check_accuracy_with_evidence(
     django_capture_on_commit_callbacks,
 ):
     ts, careful, careless = traced_checks(0.3)
-    assert GOLD_ACCURACY in CONTINUOUS.indicators_for(ts.question)
+    assert GOLD_ACCURACY.key in {spec.key for spec in CONTINUOUS.indicators_for(ts.question)}
     with django_capture_on_commit_callbacks(execute=True):
         CONTINUOUS.rebuild(question_id=ts.question.pk)
     stored = latest_snapshot(question=ts.question).indicators
