@@ -40,7 +40,13 @@ from apps.studies.models import Question
 
 # Kappa floor 0.2: "slight" or worse (Landis & Koch).
 ITEMS_DONE = Indicator("items_done", "Items", "{:.0f}")
-SECONDS_PER_ITEM = Indicator("seconds_per_item", "Seconds / item", "{:.1f}")
+SECONDS_PER_ITEM = Indicator(
+    "seconds_per_item",
+    "Seconds / item",
+    "{:.1f}",
+    evidence="timed_answers",
+    interval="seconds_per_item",
+)
 COHEN_KAPPA = Indicator(
     "cohen_kappa",
     "Kappa with others",
@@ -168,7 +174,8 @@ def derive_categorical(
         ``cohen_kappa`` (overlap-weighted mean of the annotator's pairwise kappa row),
         ``aad`` (mean AAD to the others on shared items), ``skew`` (Jensen-Shannon distance of
         the annotator's label mix to the others' on the same items), ``retest_kappa`` (kappa
-        of round 1 against round 2); evidence ``items`` (round-1 items done) and ``repeats``;
+        of round 1 against round 2); evidence ``items`` (round-1 items done), ``repeats`` and
+        ``timed_answers`` (answers of both rounds with a time);
         study figures ``alpha`` (Krippendorff, ordinal for ordered scales) and counts;
         matrices ``kappa``, ``overlap``, heatmap ``order``, ``mds`` coordinates and the AAD
         difference histogram of each annotator against the others.
@@ -233,6 +240,7 @@ def derive_categorical(
         evidence={
             "items": [int(n) for n in items_done],
             "repeats": [int(n) for n in stats.retest.sum(axis=(1, 2))],
+            "timed_answers": [int(n) for n in stats.time_ms[:, 1]],
         },
         study={
             ALPHA.key: json_ready(alpha),

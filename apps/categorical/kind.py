@@ -16,7 +16,11 @@ from analytics.config import quality_config
 from analytics.indicators import Derived, Indicator
 from analytics.intervals import IntervalSet
 from analytics.metrics.intervals import indicator_intervals_categorical, retest_kappa_interval
-from analytics.metrics.uncertainty import Interval, dawid_skene_competence_bootstrap
+from analytics.metrics.uncertainty import (
+    Interval,
+    dawid_skene_competence_bootstrap,
+    mean_t_interval,
+)
 from analytics.models import QualitySnapshot, QualityState
 from analytics.plotting import px
 from analytics.selectors import question_ratings, top_disagreements
@@ -159,7 +163,9 @@ class CategoricalKind(QuestionKind):
         interval of the state's own retest tables (:func:`retest_kappa_interval`, nan below
         ``QUALITY_MIN_REPEATS``). Dawid-Skene competence: a bounded item bootstrap
         (:data:`DS_BOOTSTRAP` replicates of at most :data:`DS_REPLICATE_ITER` EM iterations,
-        each warm-started from the full fit)."""
+        each warm-started from the full fit). Seconds per item: Student's t interval of the
+        mean over the annotator's timed answers (:func:`quality.answer_seconds`), ``n`` in
+        timed answers."""
         state = QualityState.objects.filter(question=question).first()
         if state is None or not state.annotator_ids:
             return None
@@ -196,6 +202,10 @@ class CategoricalKind(QuestionKind):
                 replicate_iter=DS_REPLICATE_ITER,
                 seed=question.pk,
             )._replace(replicates=None)
+        found[figures.SECONDS_PER_ITEM.key] = mean_t_interval(
+            *quality.answer_seconds(question.pk, state.annotator_ids),
+            n_groups=len(state.annotator_ids),
+        )
         study: dict[str, Interval] = {
             key: found.pop(key) for key in ("alpha", "fleiss_kappa") if key in found
         }

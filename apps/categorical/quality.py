@@ -12,12 +12,14 @@ back (or recomputes them without storing, for the live = rebuild checks).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from django.db import transaction
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
+from numpy.typing import NDArray
 
 from analytics.metrics.categorical import pairwise_confusion
 from analytics.metrics.krippendorff import coincidence_matrix
@@ -181,6 +183,27 @@ def _stats_from_scratch(question_id: int, axes: _Axes) -> CategoricalStats:
     stats.time_ms[:, 0] = np.bincount(annotator, weights=np.where(timed, ms, 0), minlength=m)
     stats.time_ms[:, 1] = np.bincount(annotator, weights=timed.astype(float), minlength=m)
     return stats
+
+
+def answer_seconds(
+    question_id: int, annotator_ids: Sequence[int]
+) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """The seconds of every live timed answer of a question (both rounds, as the state's
+    ``time_ms`` counts them) and the index of its annotator in ``annotator_ids``."""
+    rows = np.array(
+        Annotation.objects.filter(
+            question_id=question_id,
+            annotator_id__in=annotator_ids,
+            current_revision__value__isnull=False,
+            current_revision__time_spent_ms__isnull=False,
+        )
+        .order_by()
+        .values_list("annotator_id", "current_revision__time_spent_ms"),
+        dtype=np.int64,
+    ).reshape(-1, 2)
+    position = {user: k for k, user in enumerate(annotator_ids)}
+    who = np.array([position[int(u)] for u in rows[:, 0]], dtype=np.intp)
+    return rows[:, 1] / 1000.0, who
 
 
 @transaction.atomic

@@ -42,7 +42,7 @@ from analytics.metrics.categorical import kappa_from_confusion, pairwise_confusi
 from analytics.metrics.intervals import indicator_intervals_pairwise, kappa_with_others_interval
 from analytics.metrics.krippendorff import coincidence_matrix
 from analytics.metrics.preferences import transitivity_kappa_from_counts
-from analytics.metrics.uncertainty import CountedTriplets, wilson_interval
+from analytics.metrics.uncertainty import CountedTriplets, mean_t_interval, wilson_interval
 from analytics.models import QualityState
 from analytics.pipeline import annotator_index, publish_after_commit, state_for_update
 from analytics.sufficient_stats import PAIRWISE_COLUMNS, PairwiseStats
@@ -53,7 +53,13 @@ from apps.studies.models import Question
 # The transitivity floor is the question's ``kappa_floor`` (PairwiseKind.indicators_for); 0.4
 # is the settings' default.
 JUDGEMENTS = Indicator("judgements", "Judgements", "{:.0f}")
-SECONDS_PER_JUDGEMENT = Indicator("seconds_per_judgement", "Seconds / judgement", "{:.1f}")
+SECONDS_PER_JUDGEMENT = Indicator(
+    "seconds_per_judgement",
+    "Seconds / judgement",
+    "{:.1f}",
+    evidence="timed_judgements",
+    interval="seconds_per_judgement",
+)
 TRANSITIVITY_KAPPA = Indicator(
     "transitivity_kappa",
     "Transitivity kappa",
@@ -371,9 +377,10 @@ def derive_pairwise(
         which kappa fell below the floor, ``None`` while pruning), ``outcome_kappa``
         (overlap-weighted Cohen's kappa with the others on the outcomes of shared pairs),
         ``agreement`` (share of comparisons with others on shared pairs with the same outcome,
-        :func:`shared_outcomes`); evidence ``triplets``, ``pairs``, ``audits`` and
-        ``comparisons``; study figure ``pooled_transitivity_kappa`` (summed triplet
-        counts); matrices ``kappa``, ``agreement``, ``overlap``, ``order`` and ``mds``.
+        :func:`shared_outcomes`); evidence ``triplets``, ``pairs``, ``audits``,
+        ``comparisons`` and ``timed_judgements``; study figure
+        ``pooled_transitivity_kappa`` (summed triplet counts); matrices ``kappa``,
+        ``agreement``, ``overlap``, ``order`` and ``mds``.
 
     Notes
     -----
@@ -422,6 +429,7 @@ def derive_pairwise(
             "pairs": [int(n) for n in pairs],
             "audits": [int(n) for n in stats.column("audits")],
             "comparisons": [int(n) for n in comparisons],
+            "timed_judgements": [int(n) for n in stats.column("timed")],
         },
         study={
             POOLED_TRANSITIVITY_KAPPA.key: json_ready(
@@ -502,7 +510,10 @@ def judgement_intervals(question: Question) -> IntervalSet | None:
     of every pair (the live pair confusion's ratings), ``n`` in pairs. Audit contradictions
     and the same-outcome share: Wilson's interval of the state's own counts
     (:func:`~analytics.metrics.uncertainty.wilson_interval`, ``n`` in audits and in
-    comparisons, :func:`shared_outcomes`). ``None`` before the first judgement."""
+    comparisons, :func:`shared_outcomes`). Seconds per judgement: Student's t interval of
+    the mean over the timed kept judgements
+    (:func:`~analytics.metrics.uncertainty.mean_t_interval`), ``n`` in timed judgements.
+    ``None`` before the first judgement."""
     state = QualityState.objects.filter(question=question).first()
     if state is None or not state.annotator_ids:
         return None
@@ -523,6 +534,17 @@ def judgement_intervals(question: Question) -> IntervalSet | None:
         stats.column("contradictions"), stats.column("audits")
     )
     found[AGREEMENT.key] = wilson_interval(*shared_outcomes(stats))
+    timed = [
+        (k, j.time_spent_ms)
+        for k, mine in enumerate(kept)
+        for j in mine
+        if j.time_spent_ms is not None
+    ]
+    found[SECONDS_PER_JUDGEMENT.key] = mean_t_interval(
+        np.array([ms for _, ms in timed], dtype=float) / 1000.0,
+        np.array([k for k, _ in timed], dtype=np.intp),
+        n_groups=len(kept),
+    )
     evidence = derive_question(state, question, with_map=False).evidence
     return IntervalSet(
         annotators=state.annotator_ids,

@@ -9,12 +9,13 @@ import uuid
 import numpy as np
 import pytest
 from django.urls import reverse
+from scipy import stats as scipy_stats
 
 from analytics.intervals import freshness, interval_text
 from analytics.models import Flag, QualitySnapshot
 from analytics.publishing import quality_publish
 from apps.annotations.exporting import provenance
-from apps.annotations.models import Assignment
+from apps.annotations.models import Annotation, Assignment
 from apps.annotations.services import annotations_submit
 from apps.categorical.quality import quality_process_pending
 from tests.factories import running_study
@@ -22,8 +23,11 @@ from tests.factories import running_study
 LABELS = ["negative", "neutral", "positive"]
 
 
-def _answer(study, annotators, *, random_last: bool, seed: int = 0) -> None:
-    """Everyone labels the truth with 5 % noise; the last annotator at random if asked."""
+def _answer(
+    study, annotators, *, random_last: bool, seed: int = 0, varied_times: bool = False
+) -> None:
+    """Everyone labels the truth with 5 % noise; the last annotator at random if asked.
+    Every answer takes 1.5 s, or (``varied_times``) a skewed draw with every fifth untimed."""
     question = study.questions.get()
     rng = np.random.default_rng(seed)
     truth = {pk: int(rng.integers(3)) for pk in study.items.values_list("pk", flat=True)}
@@ -38,10 +42,14 @@ def _answer(study, annotators, *, random_last: bool, seed: int = 0) -> None:
                 assignment=assignment,
                 answers={question: LABELS[code]},
                 idempotency_key=uuid.uuid4(),
-                time_spent_ms=1500,
+                time_spent_ms=_time_spent(rng) if varied_times else 1500,
             )
     quality_process_pending(question_id=question.pk)  # its publish waits for a commit
     quality_publish(question_id=question.pk)
+
+
+def _time_spent(rng: np.random.Generator) -> int | None:
+    return None if rng.random() < 0.2 else int(rng.gamma(2.0, 1500.0))
 
 
 @pytest.fixture
@@ -163,3 +171,39 @@ def test_export_provenance_carries_intervals_and_evidence(answered):
     assert kappa["evidence"] == 40
     flag = next(f for f in record["open_flags"] if f["indicator"] == "cohen_kappa")
     assert f"[{kappa['low']:.2f}, {kappa['high']:.2f}]" in flag["reason"]
+
+
+def assert_mean_t_interval(stored: dict, key: str, unit: str, k: int, seconds: list[float]) -> None:
+    """Annotator ``k``'s stored ``key`` is the mean of ``seconds`` with scipy's t interval,
+    ``n`` the count of ``seconds`` in the evidence ``unit``."""
+    mean, sem = np.mean(seconds), scipy_stats.sem(seconds)
+    low, high = scipy_stats.t.interval(0.95, len(seconds) - 1, mean, sem)
+    entry = stored["intervals"][key][k]
+    assert stored["values"][key][k] == pytest.approx(mean, abs=1e-4)
+    assert entry[:3] == [pytest.approx(x, abs=1e-4) for x in (mean, low, high)]
+    assert entry[3] == stored["evidence"][unit][k] == len(seconds)
+
+
+def test_seconds_per_item_has_a_t_interval_of_the_timed_answers(db, settings, client):
+    """The mean time per answer gets Student's t interval over the annotator's timed answers
+    (scipy as the oracle), ``n`` in timed answers; the API carries it."""
+    settings.QUALITY_INTERVAL_SECONDS = 120
+    settings.QUALITY_MIN_EVIDENCE = 1
+    study, annotators = running_study(n_items=15, n_annotators=3)
+    _answer(study, annotators, random_last=False, varied_times=True)
+    question = study.questions.get()
+    stored = QualitySnapshot.objects.filter(question=question).latest("updated_at").indicators
+    for k, user in enumerate(stored["annotators"]):
+        seconds = [
+            ms / 1000.0
+            for ms in Annotation.objects.filter(question=question, annotator_id=user)
+            .exclude(current_revision__time_spent_ms=None)
+            .values_list("current_revision__time_spent_ms", flat=True)
+        ]
+        assert_mean_t_interval(stored, "seconds_per_item", "timed_answers", k, seconds)
+        assert len(seconds) < 15
+    client.force_login(study.created_by)
+    body = client.get(f"/api/studies/{study.pk}/questions/{question.pk}/quality/").json()
+    figure = body["annotators"][0]["indicators"]["seconds_per_item"]
+    assert figure["unit"] == "timed_answers"
+    assert figure["low"] <= figure["value"] <= figure["high"]

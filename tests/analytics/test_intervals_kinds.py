@@ -19,7 +19,9 @@ from analytics.publishing import quality_publish
 from analytics.sufficient_stats import PairwiseStats
 from apps.continuous.quality import quality_traces_process
 from apps.continuous.services import trace_finish
+from apps.preferences.models import Judgement
 from apps.preferences.quality import quality_judgements_process
+from tests.analytics.test_intervals import assert_mean_t_interval
 from tests.apps.continuous.conftest import AUDIO_SECONDS, GOLD_SECONDS, make_trace_study
 from tests.apps.preferences.conftest import (
     answer_all,
@@ -249,3 +251,34 @@ def test_migration_drops_pairwise_states_and_the_sweep_recounts_them(audited):
     for column in ("audits", "contradictions", "n_complete", "applied"):
         np.testing.assert_array_equal(recounted.column(column), counted.column(column))
     assert (recounted.column("contradictions") <= recounted.column("audits")).all()
+
+
+def test_seconds_per_judgement_has_a_t_interval_of_the_kept_judgements(
+    intervals_on, pinned_pair_seed, client
+):
+    """The mean time per judgement gets Student's t interval over the annotator's timed
+    kept judgements (scipy as the oracle), ``n`` in timed judgements."""
+    ps = make_pairwise_study(n_items=7, n_annotators=2, settings={"audit_rate": 0.0})
+    levels = {item.pk: k for k, item in enumerate(ps.items)}
+    for user in ps.annotators:
+        answer_all(ps.question, user, by_level(levels))
+    rng = np.random.default_rng(11)
+    for judgement in Judgement.objects.filter(question=ps.question):
+        judgement.time_spent_ms = None if rng.random() < 0.2 else int(rng.gamma(2.0, 900.0))
+        judgement.save(update_fields=["time_spent_ms"])
+    quality_judgements_process(question_id=ps.question.pk)
+    quality_publish(question_id=ps.question.pk)
+    stored = _latest(ps.question).indicators
+    for k, user in enumerate(stored["annotators"]):
+        seconds = [
+            ms / 1000.0
+            for ms in Judgement.objects.filter(question=ps.question, annotator_id=user)
+            .exclude(time_spent_ms=None)
+            .values_list("time_spent_ms", flat=True)
+        ]
+        assert_mean_t_interval(stored, "seconds_per_judgement", "timed_judgements", k, seconds)
+    client.force_login(ps.manager)
+    url = f"/api/studies/{ps.study.pk}/questions/{ps.question.pk}/quality/"
+    figure = client.get(url).json()["annotators"][0]["indicators"]["seconds_per_judgement"]
+    assert figure["unit"] == "timed_judgements"
+    assert figure["low"] <= figure["value"] <= figure["high"]

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats as scipy_stats
 from statsmodels.stats import inter_rater
 from statsmodels.stats.proportion import proportion_confint
 
@@ -39,6 +40,7 @@ from analytics.metrics import (
     kappa_with_others,
     kappa_with_others_bootstrap,
     krippendorff_alpha,
+    mean_t_interval,
     normal_interval,
     pairwise_confusion,
     pairwise_kappa,
@@ -665,3 +667,39 @@ def test_warm_started_competence_bootstrap_matches_the_cold_one():
     assert warm.estimate == pytest.approx(cold.estimate)
     assert warm.low == pytest.approx(cold.low, abs=0.01)
     assert warm.high == pytest.approx(cold.high, abs=0.01)
+
+
+# --- Student's t interval of a mean, per group ---------------------------------------------------
+
+
+@given(
+    data=st.data(),
+    n_groups=st.integers(1, 5),
+    confidence=st.sampled_from([0.8, 0.9, 0.95, 0.99]),
+)
+def test_mean_t_interval_matches_scipy_per_group(data, n_groups, confidence):
+    values = np.array(
+        data.draw(st.lists(st.floats(0, 1e5, allow_nan=False), min_size=0, max_size=40))
+    )
+    groups = np.array(
+        data.draw(
+            st.lists(st.integers(0, n_groups - 1), min_size=values.size, max_size=values.size)
+        ),
+        dtype=np.intp,
+    )
+    result = mean_t_interval(values, groups, n_groups=n_groups, confidence=confidence)
+    for k in range(n_groups):
+        mine = values[groups == k]
+        assert result.n[k] == mine.size
+        if mine.size < 2:
+            assert math.isnan(result.low[k])
+            assert math.isnan(result.high[k])
+            assert math.isnan(result.estimate[k]) == (mine.size == 0)
+            continue
+        sem = scipy_stats.sem(mine)
+        assert math.isclose(result.estimate[k], mine.mean(), rel_tol=1e-9, abs_tol=1e-9)
+        if sem > 0:
+            low, high = scipy_stats.t.interval(confidence, mine.size - 1, mine.mean(), sem)
+            assert math.isclose(result.low[k], low, rel_tol=1e-7, abs_tol=1e-6)
+            assert math.isclose(result.high[k], high, rel_tol=1e-7, abs_tol=1e-6)
+        assert result.low[k] <= result.estimate[k] + 1e-9 <= result.high[k] + 2e-9
