@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import sparse
 
 from analytics.metrics._validate import as_label_data
 
@@ -87,6 +88,131 @@ def _normalise(joint: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
     return (weights / total).T, float(np.sum(np.log(total) + top))
 
 
+_State = tuple[NDArray[np.float64], NDArray[np.float64], float]
+"""Log-parameters, item posteriors and log-likelihood at one point of the EM path."""
+
+
+class _Model:
+    """The EM map of one data set on log-parameters ``[log priors, log confusion]``.
+
+    Log-parameters keep SQUAREM's extrapolations positive; :meth:`normalise` puts an
+    extrapolated point back on the simplices before the next EM step.
+    """
+
+    def __init__(self, onehot: sparse.csr_array, m: int, c: int, smoothing: float) -> None:
+        self.onehot, self.onehot_t = onehot, onehot.T.tocsr()
+        self.m, self.c, self.smoothing = m, c, smoothing
+
+    def m_step(self, posteriors: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Log-parameters maximising the expected log posterior given item posteriors."""
+        m, c = self.m, self.c
+        counts = (self.onehot @ posteriors).reshape(m, c, c).transpose(0, 2, 1) + self.smoothing
+        confusion = counts / counts.sum(axis=2, keepdims=True)
+        return np.log(np.concatenate([posteriors.mean(axis=0), confusion.ravel()]))
+
+    def e_step(self, theta: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
+        """Item posteriors and the marginal log-likelihood of the ratings."""
+        m, c = self.m, self.c
+        log_pi = theta[c:].reshape(m, c, c).transpose(0, 2, 1).reshape(m * c, c)
+        return _normalise(self.onehot_t @ log_pi + theta[:c])
+
+    def objective(self, theta: NDArray[np.float64], log_likelihood: float) -> float:
+        """Log posterior EM increases: log-likelihood + the smoothing's Dirichlet log prior."""
+        return log_likelihood + self.smoothing * float(theta[self.c :].sum())
+
+    def normalise(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Log-normalise the priors and every confusion row of an extrapolated point."""
+        c = self.c
+        rows = np.concatenate([theta[:c][None], theta[c:].reshape(-1, c)])
+        top = rows.max(axis=1, keepdims=True)
+        rows = rows - top - np.log(np.exp(rows - top).sum(axis=1, keepdims=True))
+        return rows.ravel()
+
+    def step(
+        self, theta: NDArray[np.float64], posteriors: NDArray[np.float64]
+    ) -> tuple[_State, float]:
+        """One EM step from ``theta`` (whose posteriors are given): the new state and the
+        largest change of a probability (prior or confusion cell), the convergence rule."""
+        new = self.m_step(posteriors)
+        moved = float(np.abs(np.exp(new) - np.exp(theta)).max())
+        return (new, *self.e_step(new)), moved
+
+
+_Fit = tuple[NDArray[np.float64], NDArray[np.float64], float, int, bool]
+"""The final state, the number of EM steps and whether the stopping rule was met."""
+
+
+def _plain_em(
+    model: _Model,
+    theta: NDArray[np.float64],
+    posteriors: NDArray[np.float64],
+    log_likelihood: float,
+    *,
+    max_iter: int,
+    tol: float,
+) -> _Fit:
+    """EM steps until one moves no parameter by ``tol`` (``theta`` is the first step's)."""
+    n_iter, converged = 1, False
+    while n_iter < max_iter and not converged:
+        n_iter += 1
+        (theta, posteriors, log_likelihood), moved = model.step(theta, posteriors)
+        converged = moved < tol
+    return theta, posteriors, log_likelihood, n_iter, converged
+
+
+def _squarem(
+    model: _Model,
+    theta: NDArray[np.float64],
+    posteriors: NDArray[np.float64],
+    log_likelihood: float,
+    *,
+    max_iter: int,
+    tol: float,
+) -> _Fit:
+    """SQUAREM (scheme S3) around :func:`_plain_em`'s steps, with the same stopping rule.
+
+    Each cycle takes two EM steps, extrapolates along them with the step length
+    ``alpha = |r| / |v|`` (``r`` the first step, ``v`` the change between the steps), bounded
+    to ``[1, step_max]``, and takes one stabilising EM step from there. If that lowers the
+    log posterior below the cycle's start (or is not finite), the cycle keeps the second
+    plain EM step and a step at ``step_max`` divides ``step_max`` by 4; a step at
+    ``step_max`` that is kept multiplies it by 4 (the safeguards of Varadhan & Roland 2008,
+    as in their R package SQUAREM). Every EM step counts as an iteration, and the fit stops
+    like plain EM, after the first EM step that moves no parameter by ``tol``.
+    """
+    step_max, n_iter, converged = 1.0, 1, False
+    while n_iter < max_iter and not converged:
+        steps: list[_State] = []  # the two plain EM steps from theta
+        while len(steps) < 2 and not converged and n_iter < max_iter:
+            n_iter += 1
+            state, moved = model.step(*(steps[-1][:2] if steps else (theta, posteriors)))
+            steps.append(state)
+            converged = moved < tol
+        if converged or n_iter >= max_iter:
+            theta, posteriors, log_likelihood = steps[-1]
+            break
+        r = steps[0][0] - theta
+        v = steps[1][0] - steps[0][0] - r
+        alpha = float(np.sqrt(np.dot(r, r) / np.dot(v, v))) if np.dot(v, v) > 0 else np.nan
+        accepted = steps[1]
+        if np.isfinite(alpha):
+            alpha = min(max(alpha, 1.0), step_max)
+            if alpha > 1.0:
+                jump = model.normalise(theta + 2 * alpha * r + alpha**2 * v)
+                candidate, _ = model.step(jump, model.e_step(jump)[0])
+                n_iter += 1
+                after = model.objective(candidate[0], candidate[2])
+                if np.isfinite(after) and after >= model.objective(theta, log_likelihood):
+                    accepted = candidate
+                else:
+                    step_max = max(1.0, step_max / 4.0) if alpha == step_max else step_max
+                    alpha = 1.0
+            if alpha == step_max:
+                step_max *= 4.0
+        theta, posteriors, log_likelihood = accepted
+    return theta, posteriors, log_likelihood, n_iter, converged
+
+
 def dawid_skene(
     ratings: ArrayLike,
     *,
@@ -94,8 +220,9 @@ def dawid_skene(
     tol: float = 1e-8,
     smoothing: float = 0.01,
     start: ArrayLike | None = None,
+    accelerate: bool = True,
 ) -> DawidSkeneResult:
-    r"""Fit the Dawid-Skene model by EM, starting from the (soft) majority vote.
+    r"""Fit the Dawid-Skene model by EM (SQUAREM-accelerated), from the soft majority vote.
 
     Parameters
     ----------
@@ -108,14 +235,20 @@ def dawid_skene(
         iteration. EM converges linearly and slowly on real data (the Rzhetsky et al. 2009
         fit moves each parameter by about 2 % of its remaining error per iteration), so a
         small step is not a small error: at the default the fitted competences are within
-        about 1e-7 of a run to exhaustion, after about 600 iterations there. A relative
-        log-likelihood rule stopped that fit at iteration 87, 0.008 away in competence.
+        about 1e-7 of a run to exhaustion, after about 600 plain EM iterations there (about
+        100 with ``accelerate``). A relative log-likelihood rule stopped that fit at
+        iteration 87, 0.008 away in competence.
     smoothing : float
         Dirichlet pseudo-count added to every confusion cell (keeps log-probabilities finite).
     start : array_like, shape (n_items, n_labels), optional
         Item posteriors to start from instead of the majority vote (a warm start, e.g. a
         bootstrap replicate started from the full fit's posteriors of its items: the classes
         keep their labels and far fewer iterations are needed).
+    accelerate : bool
+        Extrapolate along pairs of EM steps with SQUAREM (scheme S3, Varadhan & Roland 2008):
+        the same fixed point and stopping rule in 4-8 times fewer EM steps (Rzhetsky et al.
+        2009: 103 against 605; the competences agree to 1e-8). ``False`` runs plain EM, whose
+        ``n_iter`` steps reproduce textbook EM step by step.
 
     Returns
     -------
@@ -136,11 +269,27 @@ def dawid_skene(
 
     Items nobody rated take no part in the fit.
 
+    SQUAREM works on :math:`\theta` = (log priors, log confusion) with the EM map
+    :math:`F`: from :math:`\theta_0`, :math:`r = F(\theta_0) - \theta_0`,
+    :math:`v = F(F(\theta_0)) - 2 F(\theta_0) + \theta_0`, step length
+    :math:`\alpha = \lVert r \rVert / \lVert v \rVert` bounded to :math:`[1, \alpha_{max}]`,
+    and the next point is :math:`F(\theta_0 + 2 \alpha r + \alpha^2 v)` (renormalised onto
+    the simplices). If its log posterior (log-likelihood plus the smoothing's Dirichlet log
+    prior, which EM never decreases) falls below :math:`\theta_0`'s, the plain step
+    :math:`F(F(\theta_0))` is kept instead and :math:`\alpha_{max}` shrinks; kept steps at
+    :math:`\alpha_{max}` grow it. ``n_iter`` counts every evaluation of :math:`F` (two or
+    three per cycle), and the fit stops at the first :math:`F` step that moves no parameter
+    by ``tol``, as plain EM does.
+
     References
     ----------
     Dawid, A. P. & Skene, A. M. (1979). Maximum likelihood estimation of observer error-rates
     using the EM algorithm. Journal of the Royal Statistical Society C 28(1), 20-28.
     doi:10.2307/2346806
+
+    Varadhan, R. & Roland, C. (2008). Simple and globally convergent methods for accelerating
+    the convergence of any EM algorithm. Scandinavian Journal of Statistics 35(2), 335-353.
+    doi:10.1111/j.1467-9469.2007.00585.x
 
     Examples
     --------
@@ -161,7 +310,6 @@ def dawid_skene(
     m, c = data.n_annotators, data.n_values
     rated = np.bincount(data.item, minlength=data.n_items) > 0
     onehot = data.indicators()[:, rated]  # (M * C, N_rated)
-    onehot_t = onehot.T.tocsr()
     if start is None:
         posteriors = data.item_counts()[rated].toarray()
     else:
@@ -169,19 +317,15 @@ def dawid_skene(
         if posteriors.shape != (data.n_items, c):
             raise ValueError(f"start must have shape {(data.n_items, c)}; got {posteriors.shape}")
         posteriors = posteriors[rated]
-    posteriors = posteriors / posteriors.sum(axis=1, keepdims=True)
-    priors, confusion = np.full(c, np.inf), np.full((m, c, c), np.inf)
-    converged, n_iter = False, 0
-    while n_iter < max_iter and not converged:
-        n_iter += 1
-        previous = np.concatenate([priors, confusion.ravel()])
-        priors = posteriors.mean(axis=0)
-        counts = (onehot @ posteriors).reshape(m, c, c).transpose(0, 2, 1) + smoothing
-        confusion = counts / counts.sum(axis=2, keepdims=True)
-        log_pi = np.log(confusion).transpose(0, 2, 1).reshape(m * c, c)
-        posteriors, log_likelihood = _normalise(onehot_t @ log_pi + np.log(priors))
-        step = np.abs(np.concatenate([priors, confusion.ravel()]) - previous).max()
-        converged = bool(step < tol)
+    model = _Model(onehot, m, c, smoothing)
+    theta = model.m_step(posteriors / posteriors.sum(axis=1, keepdims=True))
+    posteriors, log_likelihood = model.e_step(theta)
+    run = _squarem if accelerate else _plain_em
+    theta, posteriors, log_likelihood, n_iter, converged = run(
+        model, theta, posteriors, log_likelihood, max_iter=max_iter, tol=tol
+    )
+    priors = np.exp(theta[:c])
+    confusion = np.exp(theta[c:]).reshape(m, c, c)
     all_posteriors = np.broadcast_to(priors, (data.n_items, c)).copy()
     all_posteriors[rated] = posteriors
     has_ratings = np.bincount(data.annotator, minlength=m) > 0

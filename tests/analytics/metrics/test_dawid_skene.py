@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analytics.metrics import dawid_skene
+from benchmarks.report_rzhetsky import DATA_DIR, load_ratings
 
 
 def _simulate(rng, n_annotators=12, n_items=3000, n_labels=4, per_item=5):
@@ -59,7 +60,7 @@ def test_equals_loop_reference(seed):
     rng = np.random.default_rng(seed)
     ratings, _, _ = _simulate(rng, n_annotators=5, n_items=60, n_labels=3, per_item=3)
     ratings[:, 7] = np.nan  # an item nobody rated
-    fit = dawid_skene(ratings, max_iter=25, tol=0.0, smoothing=0.5)
+    fit = dawid_skene(ratings, max_iter=25, tol=0.0, smoothing=0.5, accelerate=False)
     pi, priors, t, rated = _reference_em(ratings, fit.n_iter, smoothing=0.5)
     np.testing.assert_allclose(fit.confusion, pi, atol=1e-12)
     np.testing.assert_allclose(fit.priors, priors, atol=1e-12)
@@ -138,4 +139,46 @@ def test_reports_when_it_did_not_converge():
     ratings, _, _ = _simulate(rng, n_annotators=6, n_items=300, n_labels=4, per_item=3)
     fit = dawid_skene(ratings, max_iter=3)
     assert fit.n_iter == 3
+    assert not fit.converged
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_accelerated_fit_is_the_plain_converged_fit(seed):
+    # SQUAREM changes the path, not the fixed point or the stopping rule: the same fit, within
+    # the tolerance both runs stop at, in a fraction of the EM steps
+    rng = np.random.default_rng(seed)
+    ratings, _, _ = _simulate(rng, n_annotators=6, n_items=300, n_labels=4, per_item=3)
+    plain = dawid_skene(ratings, accelerate=False)
+    fast = dawid_skene(ratings)
+    assert plain.converged
+    assert fast.converged
+    assert fast.n_iter < plain.n_iter / 3
+    np.testing.assert_allclose(fast.competence, plain.competence, atol=1e-6)
+    np.testing.assert_allclose(fast.confusion, plain.confusion, atol=1e-6)
+    np.testing.assert_allclose(fast.priors, plain.priors, atol=1e-6)
+    np.testing.assert_allclose(fast.posteriors, plain.posteriors, atol=1e-5)
+    assert fast.log_likelihood == pytest.approx(plain.log_likelihood, abs=1e-6)
+
+
+@pytest.mark.skipif(not (DATA_DIR / "annotations.csv").exists(), reason=f"no data at {DATA_DIR}")
+def test_accelerated_fit_is_the_plain_converged_fit_on_rzhetsky():
+    # 8 annotators x 15,521 items, where plain EM needs about 600 steps
+    ratings = load_ratings()
+    plain = dawid_skene(ratings, accelerate=False)
+    fast = dawid_skene(ratings)
+    assert plain.converged
+    assert fast.converged
+    assert plain.n_iter > 500
+    assert fast.n_iter < plain.n_iter / 4
+    np.testing.assert_allclose(fast.competence, plain.competence, atol=1e-6)
+    np.testing.assert_allclose(fast.confusion, plain.confusion, atol=1e-6)
+    np.testing.assert_allclose(fast.posteriors, plain.posteriors, atol=1e-5)
+
+
+@pytest.mark.parametrize("max_iter", [1, 2, 3, 4, 7])
+def test_accelerated_fit_counts_every_em_step_against_max_iter(max_iter):
+    rng = np.random.default_rng(0)
+    ratings, _, _ = _simulate(rng, n_annotators=6, n_items=300, n_labels=4, per_item=3)
+    fit = dawid_skene(ratings, max_iter=max_iter)
+    assert fit.n_iter == max_iter
     assert not fit.converged
