@@ -840,6 +840,7 @@ def dawid_skene_competence_bootstrap(
     smoothing: float = 0.01,
     warm: bool = False,
     replicate_iter: int | None = None,
+    accelerate: bool = True,
 ) -> Interval:
     r"""Dawid-Skene competence of each annotator with percentile intervals (item bootstrap).
 
@@ -859,8 +860,13 @@ def dawid_skene_competence_bootstrap(
         Start each replicate from the full fit's posteriors of its items instead of the
         majority vote (a replicate that lost a label starts from the majority vote).
     replicate_iter : int, optional
-        At most this many EM iterations per replicate (default ``max_iter``): with ``warm``
-        a few dozen suffice, which bounds the cost of an off-path job.
+        At most this many EM iterations per replicate (default ``max_iter``, i.e. every
+        refit runs to convergence). A cap bounds the cost but narrows the interval where EM
+        converges slowly: on Rzhetsky et al. (2009) plain EM capped at 100 warm iterations
+        gave intervals 40 % too narrow.
+    accelerate : bool
+        SQUAREM-accelerated EM for the full fit and the refits (same fixed points, about 4-8
+        times fewer EM steps; see :func:`~analytics.metrics.dawid_skene`).
 
     Returns
     -------
@@ -901,7 +907,7 @@ def dawid_skene_competence_bootstrap(
     (array([0.87, 0.86, 0.7 , 0.46]), array([0.96, 0.94, 0.81, 0.58]))
     """
     arr = np.asarray(ratings, dtype=np.float64)
-    full = dawid_skene(arr, max_iter=max_iter, tol=tol, smoothing=smoothing)
+    full = dawid_skene(arr, max_iter=max_iter, tol=tol, smoothing=smoothing, accelerate=accelerate)
     n_labels = full.values.size
 
     def competence(w: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -914,6 +920,7 @@ def dawid_skene_competence_bootstrap(
             tol=tol,
             smoothing=smoothing,
             start=start if warm and same_labels else None,
+            accelerate=accelerate,
         ).competence
 
     n_items = arr.shape[1] if arr.ndim == 2 else 0
