@@ -280,7 +280,9 @@ def flag_with_intervals(
         Parameters
         ----------
         estimate, low, high : array_like, shape (n_annotators,)
-            Each annotator's figure and its interval (nan = undefined: never flagged).
+            Each annotator's figure and its interval (nan estimate = undefined: never
+            flagged; nan bounds = no interval, e.g. from a single unit: the value itself is
+            judged, as a point interval, and the reason says "(no interval)").
         evidence : array_like, shape (n_annotators,)
             Units behind each figure (items, repeats, triplets, steps).
         min_evidence : int
@@ -361,6 +363,9 @@ def flag_with_intervals(
     # mirror "high is bad" to "low is bad": negate and swap the bounds
     sign = 1.0 if bad_side == "low" else -1.0
     est, lo, hi = sign * est, np.where(sign > 0, lo, -hi), np.where(sign > 0, hi, -lo)
+    # a figure without an interval (too few units for one) is judged on its value alone
+    pointwise = np.isnan(lo) | np.isnan(hi)
+    lo, hi = np.where(pointwise, est, lo), np.where(pointwise, est, hi)
     eligible = (counts >= min_evidence) & ~np.isnan(est)
     team = np.flatnonzero(eligible)
     z = np.full(est.shape, np.nan)
@@ -388,10 +393,8 @@ def flag_with_intervals(
         if rule is None:
             continue
         value, bounds = sign * est[k], sorted((sign * lo[k], sign * hi[k]))
-        reason = (
-            f"{name} {value:.2f} [{bounds[0]:.2f}, {bounds[1]:.2f}], {statement}; "
-            f"{int(counts[k])} {evidence_unit}"
-        )
+        shown = " (no interval)" if pointwise[k] else f" [{bounds[0]:.2f}, {bounds[1]:.2f}]"
+        reason = f"{name} {value:.2f}{shown}, {statement}; {int(counts[k])} {evidence_unit}"
         flags.append(
             IntervalFlag(int(k), rule, float(value), bounds[0], bounds[1], int(counts[k]), reason)
         )

@@ -34,6 +34,7 @@ from analytics.indicators import (
 from analytics.intervals import IntervalSet, in_evidence_units
 from analytics.metrics.intervals import indicator_intervals_traces
 from analytics.metrics.traces import kappa_sda_from_counts, sign_coincidence_matrix
+from analytics.metrics.uncertainty import Interval, mean_bootstrap
 from analytics.models import QualityState
 from analytics.pipeline import annotator_index, publish_after_commit, state_for_update
 from analytics.sufficient_stats import CONTINUOUS_COLUMNS, ContinuousStats
@@ -76,6 +77,7 @@ LAG = Indicator(
     direction="lower",
     rule=FlagRule("lag behind truth (s)", floor=3.0),
     evidence="gold_items",
+    interval="lag",
 )
 TREND_F1 = Indicator(
     "trend_f1",
@@ -83,6 +85,7 @@ TREND_F1 = Indicator(
     direction="higher",
     rule=FlagRule("trend F1 vs truth"),
     evidence="gold_items",
+    interval="trend_f1",
 )
 INDICATORS = (TRACES_DONE, KAPPA_SDA, KAPPA_TRUTH, LAG, TREND_F1)
 POOLED_KAPPA_SDA = StudyFigure("pooled_kappa_sda", "Pooled kappa_SDA")
@@ -291,13 +294,36 @@ def derive_question(state: QualityState, question: Question, *, with_map: bool) 
     )
 
 
+def _mean_over_gold_traces(
+    per_gold_trace: Sequence[tuple[NDArray[np.intp], NDArray[np.float64]]],
+    name: str,
+    *,
+    n_annotators: int,
+    seed: int,
+) -> Interval:
+    """Bootstrap interval of each annotator's mean ``name`` (a :data:`CONTINUOUS_COLUMNS`
+    sum) over their gold traces, from the gold items' :func:`_item_contribution` rows: the
+    traces whose figure is defined are the units (:func:`mean_bootstrap`)."""
+    who = np.concatenate([w for w, _ in per_gold_trace] or [np.zeros(0, dtype=np.intp)])
+    rows = np.vstack([f for _, f in per_gold_trace] or [np.zeros((0, len(CONTINUOUS_COLUMNS)))])
+    defined = rows[:, CONTINUOUS_COLUMNS.index(f"{name}_n")] > 0
+    return mean_bootstrap(
+        rows[defined, CONTINUOUS_COLUMNS.index(f"{name}_sum")],
+        who[defined],
+        n_groups=n_annotators,
+        seed=seed,
+    )
+
+
 def trace_intervals(question: Question) -> IntervalSet | None:
     """95 % intervals of kappa_SDA with others (raw and lag-corrected), of kappa_SDA against
     the truth and of the study ICC, from every current round-1 trace at the analysis rate
     (:func:`~analytics.metrics.intervals.indicator_intervals_traces`: HAC intervals over the
     serially correlated steps; the annotators' dead band is the question's SDA tolerance, the
-    truth's ``TRUTH_TOL``), their ``n`` in traces and gold items. ``None`` before the first
-    trace."""
+    truth's ``TRUTH_TOL``), their ``n`` in traces and gold items. Lag and trend F1 (means
+    over gold traces): a percentile bootstrap over the annotator's gold traces
+    (:func:`_mean_over_gold_traces`), no bounds from a single gold trace. ``None`` before the
+    first trace."""
     state = QualityState.objects.filter(question=question).first()
     if state is None or not state.annotator_ids:
         return None
@@ -318,6 +344,7 @@ def trace_intervals(question: Question) -> IntervalSet | None:
     rate = options.analysis_rate_hz
     items: list[NDArray[np.float64]] = []
     truths: list[NDArray[np.float64] | None] = []
+    per_gold_trace: list[tuple[NDArray[np.intp], NDArray[np.float64]]] = []
     for item in Item.objects.filter(pk__in=by_item).order_by("pk"):
         signal = gold_signal_for_item(item)
         truth = truth_at_rate(signal, rate_hz=rate) if signal else None
@@ -330,6 +357,11 @@ def trace_intervals(question: Question) -> IntervalSet | None:
             matrix[k] = trace[:n]
         items.append(matrix)
         truths.append(None if truth is None else truth[:n])
+        if truth is not None:
+            who, _, figures = _item_contribution(
+                by_item[item.pk], truth=truth, rate_hz=rate, tol=options.sda_tolerance
+            )
+            per_gold_trace.append((who, figures))
     if not items:
         return None
     intervals = indicator_intervals_traces(
@@ -340,6 +372,10 @@ def trace_intervals(question: Question) -> IntervalSet | None:
         tol=options.sda_tolerance,
         truth_tol=TRUTH_TOL,
     )
+    for spec, name in ((LAG, "lag"), (TREND_F1, "f1")):
+        intervals[spec.key] = _mean_over_gold_traces(
+            per_gold_trace, name, n_annotators=len(row_of), seed=question.pk
+        )
     study = {ICC.key: intervals.pop(ICC.key)}
     evidence = derive_question(state, question, with_map=False).evidence
     return IntervalSet(

@@ -17,6 +17,7 @@ from analytics.models import Flag, QualitySnapshot, QualityState
 from analytics.pipeline import quality_sweep
 from analytics.publishing import quality_publish
 from analytics.sufficient_stats import PairwiseStats
+from apps.annotations.models import Assignment
 from apps.continuous.quality import quality_traces_process
 from apps.continuous.services import trace_finish
 from apps.preferences.models import Judgement
@@ -29,6 +30,7 @@ from tests.apps.preferences.conftest import (
     cycle_maker,
     make_pairwise_study,
 )
+from tests.factories import ItemFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -282,3 +284,36 @@ def test_seconds_per_judgement_has_a_t_interval_of_the_kept_judgements(
     figure = client.get(url).json()["annotators"][0]["indicators"]["seconds_per_judgement"]
     assert figure["unit"] == "timed_judgements"
     assert figure["low"] <= figure["value"] <= figure["high"]
+
+
+def test_trace_lag_and_trend_f1_get_bootstrap_intervals_over_gold_traces(intervals_on):
+    """Lag and trend F1 are means over the annotator's gold traces: a bootstrap over those
+    traces, centred on the live figure, ``n`` in gold items; one gold trace gives no bounds."""
+    ts = make_trace_study(n_annotators=2)
+    second = ItemFactory(study=ts.study, metadata={"stimulus": "green", "signal": "test-wave"})
+    third = ItemFactory(study=ts.study, metadata={"stimulus": "green", "signal": "test-wave"})
+    for position, item in enumerate((second, third), start=100):
+        Assignment.objects.create(
+            study=ts.study, item=item, annotator=ts.annotators[0], position=position
+        )
+    t = np.arange(0, GOLD_SECONDS + 0.05, 0.1)
+    for delay, item in ((1.0, ts.gold_item), (2.0, second), (0.5, third)):
+        values = 0.5 + 0.4 * np.sin(np.maximum(t - delay, 0) / 3.0)
+        _trace(ts, ts.annotators[0], item, values)
+    _trace(ts, ts.annotators[1], ts.gold_item, 0.5 + 0.4 * np.sin(t / 3.0))
+    quality_traces_process(question_id=ts.question.pk)
+    quality_publish(question_id=ts.question.pk)
+    stored = _latest(ts.question).indicators
+    first = stored["annotators"].index(ts.annotators[0].pk)
+    other = stored["annotators"].index(ts.annotators[1].pk)
+    assert stored["evidence"]["gold_items"][first] == 3
+    for key in ("lag", "trend_f1"):
+        entry = stored["intervals"][key][first]
+        assert entry[0] == pytest.approx(stored["values"][key][first], abs=1e-4)
+        assert entry[1] <= entry[0] <= entry[2]
+        assert entry[3] == 3
+        alone = stored["intervals"][key][other]
+        assert alone[0] == pytest.approx(stored["values"][key][other], abs=1e-4)
+        assert alone[1:] == [None, None, 1]
+    lag = stored["intervals"]["lag"][first]
+    assert lag[1] < 1.0 < lag[2]  # the three traces lag 0.5, 1 and 2 s

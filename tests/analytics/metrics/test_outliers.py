@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -274,3 +276,25 @@ def test_interval_flag_validation():
         flag_with_intervals([1.0, 2.0], [0.0], [2.0], [5], min_evidence=1)
     with pytest.raises(ValueError, match="z_threshold"):
         flag_with_intervals([1.0], [0.0], [2.0], [5], min_evidence=1, z_threshold=-3.5)
+
+
+def test_a_figure_without_an_interval_is_judged_on_its_value():
+    """One gold trace gives a lag but no interval: the floor still judges the value (as
+    without intervals), and the reason says there is no interval; its colleagues' missing
+    bounds do not make the separation rule fire or warn."""
+    nan = float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        flags = flag_with_intervals(
+            [5.0, 1.0],
+            [nan, nan],
+            [nan, nan],
+            [1, 1],
+            min_evidence=1,
+            bad_side="high",
+            floor=3.0,
+            name="lag",
+            evidence_unit="gold items",
+        )
+    assert [(f.annotator, f.rule, f.low, f.high) for f in flags] == [(0, "floor", 5.0, 5.0)]
+    assert flags[0].reason == "lag 5.00 (no interval), above the floor 3.00; 1 gold items"

@@ -40,6 +40,7 @@ from analytics.metrics import (
     kappa_with_others,
     kappa_with_others_bootstrap,
     krippendorff_alpha,
+    mean_bootstrap,
     mean_t_interval,
     normal_interval,
     pairwise_confusion,
@@ -703,3 +704,25 @@ def test_mean_t_interval_matches_scipy_per_group(data, n_groups, confidence):
             assert math.isclose(result.low[k], low, rel_tol=1e-7, abs_tol=1e-6)
             assert math.isclose(result.high[k], high, rel_tol=1e-7, abs_tol=1e-6)
         assert result.low[k] <= result.estimate[k] + 1e-9 <= result.high[k] + 2e-9
+
+
+def test_mean_bootstrap_agrees_with_scipy_and_resamples_within_groups():
+    """Percentile intervals of each group's mean match scipy's bootstrap (its own draws,
+    so to Monte Carlo precision); a group with one unit has no bounds."""
+    rng = np.random.default_rng(4)
+    values = np.concatenate([rng.gamma(2.0, 1.0, 30), rng.normal(5.0, 0.5, 12), [7.0]])
+    groups = np.repeat([0, 1, 2], [30, 12, 1])
+    result = mean_bootstrap(values, groups, n_groups=4, n_boot=4000, seed=1)
+    for k in (0, 1):
+        mine = values[groups == k]
+        ref = scipy_stats.bootstrap(
+            (mine,), np.mean, n_resamples=4000, method="percentile", random_state=2
+        ).confidence_interval
+        assert result.estimate[k] == pytest.approx(mine.mean())
+        assert result.low[k] == pytest.approx(ref.low, abs=0.1 * mine.std())
+        assert result.high[k] == pytest.approx(ref.high, abs=0.1 * mine.std())
+        assert mine.min() <= result.low[k] < result.estimate[k] < result.high[k] <= mine.max()
+    assert result.estimate[2] == 7.0
+    assert np.isnan(result.low[2])
+    assert np.isnan(result.estimate[3])
+    assert list(result.n) == [30, 12, 1, 0]
