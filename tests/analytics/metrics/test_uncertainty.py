@@ -670,6 +670,19 @@ def test_warm_started_competence_bootstrap_matches_the_cold_one():
     assert warm.high == pytest.approx(cold.high, abs=0.01)
 
 
+def test_accelerated_competence_bootstrap_is_the_plain_converged_one():
+    """SQUAREM refits run to convergence land where plain EM refits do: the same interval."""
+    rng = np.random.default_rng(5)
+    truth = rng.integers(0, 4, 300)
+    accuracy = np.array([[0.7], [0.6], [0.5], [0.4], [0.35]])
+    r = np.where(rng.random((5, 300)) < accuracy, truth, rng.integers(0, 4, (5, 300)))
+    plain = dawid_skene_competence_bootstrap(r, n_boot=20, seed=2, warm=True, accelerate=False)
+    fast = dawid_skene_competence_bootstrap(r, n_boot=20, seed=2, warm=True)
+    np.testing.assert_allclose(fast.replicates, plain.replicates, atol=1e-5)
+    np.testing.assert_allclose(fast.low, plain.low, atol=1e-5)
+    np.testing.assert_allclose(fast.high, plain.high, atol=1e-5)
+
+
 # --- Student's t interval of a mean, per group ---------------------------------------------------
 
 
