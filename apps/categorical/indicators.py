@@ -61,7 +61,13 @@ AAD = Indicator(
     rule=FlagRule("mean AAD to others"),
     interval="aad",
 )
-SKEW = Indicator("skew", "Label skew", direction="lower", rule=FlagRule("label skew"))
+SKEW = Indicator(
+    "skew",
+    "Label skew",
+    direction="lower",
+    rule=FlagRule("label skew"),
+    interval="skew",
+)
 RETEST_KAPPA = Indicator(
     "retest_kappa",
     "Test-retest kappa",

@@ -19,6 +19,7 @@ from analytics.metrics.intervals import indicator_intervals_categorical, retest_
 from analytics.metrics.uncertainty import (
     Interval,
     dawid_skene_competence_bootstrap,
+    label_skew_bootstrap,
     mean_t_interval,
 )
 from analytics.models import QualitySnapshot, QualityState
@@ -165,7 +166,8 @@ class CategoricalKind(QuestionKind):
         (:data:`DS_BOOTSTRAP` replicates, each an EM refit to convergence warm-started from
         the full fit). Seconds per item: Student's t interval of the
         mean over the annotator's timed answers (:func:`quality.answer_seconds`), ``n`` in
-        timed answers."""
+        timed answers. Label skew: an item bootstrap of the round-1 label counts
+        (:func:`label_skew_bootstrap`, biased upwards near 0)."""
         state = QualityState.objects.filter(question=question).first()
         if state is None or not state.annotator_ids:
             return None
@@ -201,6 +203,9 @@ class CategoricalKind(QuestionKind):
                 warm=True,
                 seed=question.pk,
             )._replace(replicates=None)
+        found[figures.SKEW.key] = label_skew_bootstrap(
+            matrix, n_values=len(state.value_keys), seed=question.pk
+        )._replace(replicates=None)
         found[figures.SECONDS_PER_ITEM.key] = mean_t_interval(
             *quality.answer_seconds(question.pk, state.annotator_ids),
             n_groups=len(state.annotator_ids),

@@ -207,3 +207,14 @@ def test_seconds_per_item_has_a_t_interval_of_the_timed_answers(db, settings, cl
     figure = body["annotators"][0]["indicators"]["seconds_per_item"]
     assert figure["unit"] == "timed_answers"
     assert figure["low"] <= figure["value"] <= figure["high"]
+
+
+def test_label_skew_has_an_item_bootstrap_interval(answered):
+    """Label skew gets the item bootstrap of :func:`label_skew_bootstrap`, its estimate the
+    live figure, ``n`` in items."""
+    _, question, _ = answered
+    stored = QualitySnapshot.objects.filter(question=question).latest("updated_at").indicators
+    for k, entry in enumerate(stored["intervals"]["skew"]):
+        assert entry[0] == pytest.approx(stored["values"]["skew"][k], abs=1e-6)
+        assert 0 <= entry[1] <= entry[2] <= 1
+        assert entry[3] == stored["evidence"]["items"][k] == 40

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
+from scipy.spatial.distance import jensenshannon
 from statsmodels.stats import inter_rater
 from statsmodels.stats.proportion import proportion_confint
 
@@ -40,6 +41,7 @@ from analytics.metrics import (
     kappa_with_others,
     kappa_with_others_bootstrap,
     krippendorff_alpha,
+    label_skew_bootstrap,
     mean_bootstrap,
     mean_t_interval,
     normal_interval,
@@ -739,3 +741,33 @@ def test_mean_bootstrap_agrees_with_scipy_and_resamples_within_groups():
     assert np.isnan(result.low[2])
     assert np.isnan(result.estimate[3])
     assert list(result.n) == [30, 12, 1, 0]
+
+
+def _skew_direct(ratings: np.ndarray, n_values: int) -> np.ndarray:
+    """Label skew of each annotator computed plainly: own labels against the others' labels
+    on the items the annotator rated (scipy's Jensen-Shannon distance, base 2)."""
+    out = np.full(ratings.shape[0], np.nan)
+    for k in range(ratings.shape[0]):
+        mine = ~np.isnan(ratings[k])
+        own = np.bincount(ratings[k, mine].astype(int), minlength=n_values)
+        others = np.delete(ratings[:, mine], k, axis=0)
+        theirs = np.bincount(others[~np.isnan(others)].astype(int), minlength=n_values)
+        if own.sum() and theirs.sum():
+            out[k] = jensenshannon(own, theirs, base=2)
+    return out
+
+
+def test_label_skew_bootstrap_replicates_are_the_skew_of_resampled_items():
+    rng = np.random.default_rng(8)
+    ratings = rng.integers(0, 3, size=(4, 25)).astype(float)
+    ratings[3] = np.where(rng.random(25) < 0.7, 0, ratings[3])  # a skewed annotator
+    ratings[rng.random((4, 25)) < 0.2] = np.nan
+    result = label_skew_bootstrap(ratings, n_values=3, n_boot=50, seed=3)
+    np.testing.assert_allclose(result.estimate, _skew_direct(ratings, 3), atol=1e-12)
+    weights = bootstrap_weights(25, n_boot=50, seed=3)
+    for b in (0, 17):
+        resampled = np.repeat(ratings, weights[b].astype(int), axis=1)
+        np.testing.assert_allclose(
+            result.replicates[b], _skew_direct(resampled, 3), atol=1e-12, equal_nan=True
+        )
+    assert result.low[3] > result.high[0]  # the skewed annotator stands apart
