@@ -84,7 +84,8 @@ class GoldSignalViewSet(InStudyMixin, GenericViewSet):
 
     def list(self, request: Request, study_pk: str) -> Response:
         rows = [_signal_row(item, signal) for item, signal in gold_signals_of(study=self.study)]
-        return Response(GoldSignalSerializer(rows, many=True).data)
+        page = self.paginate_queryset(rows)  # capped pages, as every list of the API
+        return self.get_paginated_response(GoldSignalSerializer(page, many=True).data)
 
     def create(self, request: Request, study_pk: str) -> Response:
         serializer = self.get_serializer(data=request.data)

@@ -58,8 +58,9 @@ def test_a_manager_uploads_a_csv_signal_for_an_item_through_the_api():
     assert signal is not None
     np.testing.assert_allclose(signal.array(), [0.1, 0.5, 0.9], atol=1e-6)
     assert item.metadata["stimulus"] == "green"
-    listed = client.get(url(study)).json()
-    assert [row["item"] for row in listed] == ["item-0"]
+    listed = client.get(url(study)).json()  # paginated like every API list, as documented
+    assert listed["count"] == 1
+    assert [row["item"] for row in listed["results"]] == ["item-0"]
 
 
 def test_an_npy_signal_replaces_the_previous_one():
