@@ -36,11 +36,13 @@ from .categorical import (
 from .dawid_skene import DawidSkeneResult, dawid_skene
 from .krippendorff import alpha_from_coincidences, coincidence_matrix, krippendorff_alpha
 from .model_agreement import (
+    DicBaeIntervals,
     bae,
     bae_random_baseline,
     bae_uniform_baseline,
     cosine_similarity_matrix,
     dic,
+    dic_bae_bootstrap,
     dic_consensus_baseline,
     dic_random_baseline,
     mds_embedding,
@@ -132,6 +134,7 @@ __all__ = [
     "CubicFit",
     "DTWAlignment",
     "DawidSkeneResult",
+    "DicBaeIntervals",
     "Interval",
     "IntervalFlag",
     "LagEstimate",
@@ -168,6 +171,7 @@ __all__ = [
     "dawid_skene",
     "dawid_skene_competence_bootstrap",
     "dic",
+    "dic_bae_bootstrap",
     "dic_consensus_baseline",
     "dic_random_baseline",
     "dtw_align",

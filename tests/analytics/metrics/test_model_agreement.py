@@ -14,8 +14,10 @@ from analytics.metrics import (
     bae,
     bae_random_baseline,
     bae_uniform_baseline,
+    bootstrap_weights,
     cosine_similarity_matrix,
     dic,
+    dic_bae_bootstrap,
     dic_consensus_baseline,
     dic_random_baseline,
     mds_embedding,
@@ -197,3 +199,92 @@ def test_mds_embedding_of_dissimilarities_off_the_triangle_inequality():
     d = np.linalg.norm(xy[:, None] - xy[None], axis=-1)
     assert d[0, 2] == max(d[0, 1], d[0, 2], d[1, 2])
     assert np.array_equal(mds_embedding(np.ones((3, 3))), np.zeros((3, 2)))
+
+
+# ------------------------------------------------------------- DIC / BAE item bootstrap
+
+
+def _run(rng, n_annotators=5, n_items=120, p_missing=0.3):
+    """Human ratings and a noisy model's predictions on the same cells."""
+    human = _study(rng, n_annotators=n_annotators, n_items=n_items, p_missing=p_missing)
+    noisy = np.where(rng.random(human.shape) < 0.7, human, rng.integers(0, 3, human.shape))
+    return human, np.where(np.isnan(human), np.nan, noisy)
+
+
+def test_dic_bae_bootstrap_estimate_is_dic_and_bae_of_the_full_data():
+    rng = np.random.default_rng(3)
+    human, model = _run(rng)
+    model[0, :10] = np.nan  # the model leaves cells out: only the shared cells count
+    both = ~np.isnan(human) & ~np.isnan(model)
+    m_true = pairwise_kappa(np.where(both, human, np.nan), min_overlap=5)
+    m_pred = pairwise_kappa(np.where(both, model, np.nan), min_overlap=5)
+    s = cosine_similarity_matrix(rng.random((5, 8)))
+    res = dic_bae_bootstrap(human, model, s_model={"feature": s}, min_overlap=5, n_boot=200, seed=0)
+    assert res.dic.estimate == pytest.approx(dic(m_true, m_pred), abs=1e-12)
+    assert res.bae["feature"].estimate == pytest.approx(bae(s, m_true), abs=1e-12)
+    assert res.n_cells == int(both.sum())
+    assert res.n_items == res.dic.n == int(both.any(axis=0).sum())
+    for interval in (res.dic, res.bae["feature"]):
+        assert interval.low <= interval.estimate <= interval.high
+        assert interval.replicates.shape == (200,)
+
+
+def test_dic_bae_bootstrap_replicate_equals_dic_of_the_duplicated_items():
+    # outside oracle: the replicate with multiplicities w must be DIC/BAE computed from
+    # scratch on the data where item i is written out w_i times, M from sklearn's kappa
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(7)
+    human, model = _run(rng, n_annotators=4, n_items=40, p_missing=0.2)
+    s = cosine_similarity_matrix(rng.random((4, 5)))
+    res = dic_bae_bootstrap(human, model, s_model={"f": s}, n_boot=5, seed=11)
+    weights = bootstrap_weights(40, n_boot=5, seed=11)
+    for b in range(5):
+        repeat = weights[b].astype(int)
+        h, p = np.repeat(human, repeat, axis=1), np.repeat(model, repeat, axis=1)
+        m_true = np.eye(4)
+        for k in range(4):
+            for l in range(k + 1, 4):
+                shared = ~np.isnan(h[k]) & ~np.isnan(h[l])
+                m_true[k, l] = m_true[l, k] = cohen_kappa_score(h[k, shared], h[l, shared])
+        np.testing.assert_allclose(m_true, pairwise_kappa(h), atol=1e-12)
+        m_pred = pairwise_kappa(p)
+        assert res.dic.replicates[b] == pytest.approx(dic(m_true, m_pred), abs=1e-12)
+        assert res.bae["f"].replicates[b] == pytest.approx(bae(s, m_true), abs=1e-12)
+
+
+def test_dic_bae_bootstrap_keeps_the_constant_model_penalty():
+    rng = np.random.default_rng(0)
+    human, _ = _run(rng, p_missing=0.0)
+    constant = np.zeros_like(human)
+    res = dic_bae_bootstrap(human, constant, n_boot=100, seed=0)
+    assert res.dic.estimate == pytest.approx(dic(pairwise_kappa(human), pairwise_kappa(constant)))
+    assert res.dic.estimate > dic_random_baseline(human)
+    # every replicate leaves the predicted pairs undefined: each is penalised, none is nan
+    assert np.isfinite(res.dic.replicates).all()
+    assert res.dic.low > dic_random_baseline(human)
+
+
+def test_dic_bae_bootstrap_interval_narrows_with_more_items():
+    rng = np.random.default_rng(5)
+    widths = []
+    for n_items in (100, 1600):
+        human, model = _run(rng, n_items=n_items, p_missing=0.0)
+        res = dic_bae_bootstrap(human, model, n_boot=300, seed=1)
+        assert res.dic.low <= res.dic.estimate <= res.dic.high
+        widths.append(res.dic.high - res.dic.low)
+    assert widths[1] < widths[0] / 2
+
+
+def test_dic_bae_bootstrap_without_shared_cells_and_bad_input():
+    human = np.array([[0.0, 1.0, np.nan], [1.0, np.nan, 0.0]])
+    none = dic_bae_bootstrap(human, np.full_like(human, np.nan), s_model={"f": np.eye(2)})
+    assert np.isnan(none.dic.estimate)
+    assert np.isnan(none.bae["f"].low)
+    assert (none.n_items, none.n_cells) == (0, 0)
+    with pytest.raises(ValueError, match="differ in shape"):
+        dic_bae_bootstrap(human, human[:, :2])
+    with pytest.raises(ValueError, match=r"s_model\['f'\] must be 2 x 2"):
+        dic_bae_bootstrap(human, human, s_model={"f": np.eye(3)})
+    with pytest.raises(ValueError, match="n_boot must be a positive integer"):
+        dic_bae_bootstrap(human, human, n_boot=0)
