@@ -70,7 +70,7 @@ class ContinuousKind(QuestionKind):
 
     def item_context(self, *, question: Question, item: Item) -> dict[str, Any]:
         traces = item_traces(question=question, item=item)
-        stimulus = "continuous/item_stimulus.html" if traces.gold else None
+        stimulus = "continuous/item_stimulus.html" if traces.strip else None
         return {"traces": traces, "stimulus": stimulus}
 
     def process(self, *, question_id: int) -> int:

@@ -39,8 +39,9 @@ class GoldSignal(models.Model):
     """A known target signal (e.g. the true green intensity of a calibration stimulus).
 
     An item becomes a gold item of a continuous study when its metadata names a signal:
-    ``{"stimulus": "green", "signal": "<key>"}``. The recorder then draws a canvas whose green
-    intensity follows the signal, and the calibration report compares traces with it.
+    ``{"signal": "<key>"}``. The calibration report compares its traces with the signal. An
+    item without audio or video is shown as a canvas whose green intensity follows the
+    signal; an audio or video item plays its own media.
     """
 
     key = models.SlugField(max_length=80, unique=True)

@@ -35,14 +35,27 @@ RESUME_POINTS = 1200
 
 
 def gold_signal_for_item(item: Item) -> GoldSignal | None:
-    """The known signal a calibration item shows (metadata ``{"signal": key}``), if any."""
+    """The known signal of a gold item (metadata ``{"signal": key}``), if any: the true
+    answer its traces are compared with, whatever the item shows."""
     key = (item.metadata or {}).get("signal")
     return GoldSignal.objects.filter(key=key).first() if isinstance(key, str) else None
 
 
+def green_signal_for_item(item: Item) -> GoldSignal | None:
+    """The signal the recorder paints as the green calibration screen, if any.
+
+    Only a gold item without audio or video of its own shows its known signal as the green
+    screen; an audio or video item plays its media like every other item, and its known
+    signal is only the answer its traces are scored against (a hidden attention check looks
+    like the items around it).
+    """
+    return None if item.kind in MEDIA_KINDS else gold_signal_for_item(item)
+
+
 def stimulus_duration(item: Item) -> float | None:
-    """Seconds of the item's stimulus when the server knows it (gold signal or metadata)."""
-    signal = gold_signal_for_item(item)
+    """Seconds of the item's stimulus when the server knows it: the green screen's signal,
+    else the metadata's ``duration`` (an audio or video item's own length, if given)."""
+    signal = green_signal_for_item(item)
     if signal is not None:
         return signal.duration
     duration = (item.metadata or {}).get("duration")
@@ -382,7 +395,8 @@ class ItemTrace:
 @dataclass(frozen=True)
 class ItemTraces:
     """What the item page shows of a continuous question: every finished trace, oldest first
-    per annotator, the truth of a gold item as a small plot and the colours it showed."""
+    per annotator, the truth of a gold item as a small plot and, for a green-screen item, the
+    colours it showed (``strip`` is empty for an audio or video gold item: it plays its media)."""
 
     traces: list[ItemTrace]
     gold: GoldSignal | None
@@ -403,6 +417,7 @@ def item_traces(*, question: Question, item: Item) -> ItemTraces:
         .order_by("annotator__username", "round", "created_at", "id")
     )
     gold = gold_signal_for_item(item)
+    green = green_signal_for_item(item)
     duration = stimulus_duration(item)
     traces = [
         ItemTrace(
@@ -423,7 +438,8 @@ def item_traces(*, question: Question, item: Item) -> ItemTraces:
         truth = small_trace(
             values, rate_hz=settings.analysis_rate_hz, duration=gold.duration, scale=scale
         )
-        strip = green_strip(gold.array())
+    if green is not None:
+        strip = green_strip(green.array())
     return ItemTraces(traces, gold, truth, strip)
 
 

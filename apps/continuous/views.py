@@ -15,7 +15,7 @@ from apps.continuous.selectors import (
     MEDIA_KINDS,
     calibration_report,
     continuous_questions,
-    gold_signal_for_item,
+    green_signal_for_item,
     has_trace,
     item_overlay,
     next_trace_assignment,
@@ -66,7 +66,8 @@ def record(
     )
     settings = trace_settings(question)
     item = assignment.item
-    gold = gold_signal_for_item(item)
+    # A gold item with audio or video plays it like any item; its signal stays on the server.
+    green = green_signal_for_item(item)
     api = {
         action: reverse(f"study-trace-{action}", kwargs={"study_pk": question.study_id})
         for action in ("chunks", "finish", "resume")
@@ -76,8 +77,8 @@ def record(
         "question": question.key,
         "settings": settings.as_dict(),
         "duration": stimulus_duration(item),
-        "gold": {"values": gold.array().round(6).tolist(), "rate_hz": gold.rate_hz}
-        if gold
+        "gold": {"values": green.array().round(6).tolist(), "rate_hz": green.rate_hz}
+        if green
         else None,
         "api": api,
         "csrf": get_token(request),
@@ -87,7 +88,7 @@ def record(
         "study": question.study,
         "question": question,
         "item": item,
-        "gold": gold,
+        "green": green,
         "settings": settings,
         "config": config,
         "progress": progress,
@@ -95,7 +96,7 @@ def record(
         "done_after": progress["done"] + (not has_trace(assignment=assignment, question=question)),
         "next_url": reverse("continuous:record_next", args=[study_id, question_key]),
         "running": question.study.status == Study.Status.RUNNING,
-        "playable": gold is not None or item.kind in MEDIA_KINDS,
+        "playable": green is not None or item.kind in MEDIA_KINDS,
     }
     return render(request, "continuous/record.html", context)
 

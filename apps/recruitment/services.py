@@ -361,8 +361,11 @@ def item_gold_signal_set(
     """Store ``values`` (at ``rate_hz``) as the true signal of ``item``: a gold trace.
 
     The signal is kept under the key ``item-<id>`` (replaced by a new upload) and the item's
-    metadata names it (``{"stimulus": "green", "signal": key}``): the recorder then shows the
-    calibration stimulus, the calibration report and trace training compare with it.
+    metadata names it (``{"signal": key}``): it is the item's known answer, which the
+    calibration report, trace training and attention checks compare traces with. It does not
+    change what the item shows: audio and video play as before; only an item without media
+    is shown as the green screen that follows the signal
+    (:func:`~apps.continuous.selectors.green_signal_for_item`).
     Nothing is written when the signal or the rate is refused (field errors).
     """
     if not (math.isfinite(rate_hz) and 0 < rate_hz <= MAX_SIGNAL_RATE_HZ):
@@ -370,6 +373,6 @@ def item_gold_signal_set(
     signal = gold_signal_save(
         key=f"item-{item.pk}", rate_hz=rate_hz, values=values, description=description
     )
-    item.metadata = {**(item.metadata or {}), "stimulus": "green", "signal": signal.key}
+    item.metadata = {**(item.metadata or {}), "signal": signal.key}
     item.save(update_fields=["metadata"])
     return signal

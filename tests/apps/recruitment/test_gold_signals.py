@@ -57,7 +57,7 @@ def test_a_manager_uploads_a_csv_signal_for_an_item_through_the_api():
     signal = gold_signal_for_item(item)
     assert signal is not None
     np.testing.assert_allclose(signal.array(), [0.1, 0.5, 0.9], atol=1e-6)
-    assert item.metadata["stimulus"] == "green"
+    assert item.metadata["signal"] == signal.key
     listed = client.get(url(study)).json()  # paginated like every API list, as documented
     assert listed["count"] == 1
     assert [row["item"] for row in listed["results"]] == ["item-0"]

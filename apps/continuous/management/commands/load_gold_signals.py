@@ -1,7 +1,8 @@
 """``manage.py load_gold_signals``: store the true signals of the shades-of-green tasks.
 
-After this, any continuous study can use the calibration stimulus: give an item the metadata
-``{"stimulus": "green", "signal": "green-taska"}`` (or ``green-taskb``). Safe to run again.
+After this, any continuous study can use the calibration stimulus: give an item without audio
+or video the metadata ``{"signal": "green-taska"}`` (or ``green-taskb``); the recorder shows
+it as the green screen. Safe to run again.
 """
 
 from __future__ import annotations
