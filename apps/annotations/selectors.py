@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, F, Prefetch, Q, QuerySet, Subquery
 
 from apps.annotations.models import Annotation, Assignment, Revision
 from apps.items.models import Item
@@ -39,38 +40,71 @@ def answer_shown(*, assignment: Assignment) -> AnswerShown | None:
     """The assignment's latest labels, the retracted ones included (``None`` if never answered).
 
     For an answered item these are its current labels; for an item reopened by an undo, the
-    labels the undo retracted.
+    labels the undo retracted. One query (see :func:`_answers_shown`).
     """
-    revisions = (
-        Revision.objects.filter(
-            annotation__item_id=assignment.item_id,
-            annotation__annotator_id=assignment.annotator_id,
-            annotation__round=assignment.round,
-            annotation__question__study_id=assignment.study_id,
+    return _answers_shown(
+        annotator_id=assignment.annotator_id,
+        study_id=assignment.study_id,
+        assignments=Q(annotation__item__assignments=assignment.pk),
+    ).get(assignment.pk)
+
+
+def queue_answers_shown(
+    *, annotator: Account, study: Study, shown: Assignment | None
+) -> tuple[AnswerShown | None, AnswerShown | None]:
+    """``(undo, earlier)`` for the queue page, in one query.
+
+    ``undo`` is what the annotator's next undo retracts: :func:`answer_shown` of their latest
+    answered item (``None``: nothing to undo); each undo reopens that item, so the one after
+    goes a step further back. ``earlier`` is :func:`answer_shown` of ``shown``, the unfinished
+    item on the page: the labels an undo retracted from it (``None`` if never answered).
+    """
+    latest = answered_latest_first(annotator=annotator, study=study).values("pk")[:1]
+    which = Q(annotation__item__assignments=Subquery(latest))
+    if shown is not None:
+        which |= Q(annotation__item__assignments=shown.pk)
+    answers = _answers_shown(annotator_id=annotator.pk, study_id=study.pk, assignments=which)
+    earlier = answers.pop(shown.pk, None) if shown is not None else None
+    # What is left is the latest answered assignment's (``shown`` is unfinished: never it).
+    return next(iter(answers.values()), None), earlier
+
+
+def _answers_shown(*, annotator_id: int, study_id: int, assignments: Q) -> dict[int, AnswerShown]:
+    """:class:`AnswerShown` of the annotator's assignments that have labels, by assignment id,
+    in one query; ``assignments`` selects them, as a condition on the revisions'
+    ``annotation__item__assignments``.
+
+    A revision belongs to the assignment of its annotation's item, annotator and round; per
+    annotation the latest revision with a label counts, in question order.
+    """
+    rows = (
+        Revision.objects.filter(  # one filter() call: every condition on the same assignment
+            assignments,
+            annotation__item__assignments__annotator_id=F("annotation__annotator_id"),
+            annotation__item__assignments__round=F("annotation__round"),
+            annotation__annotator_id=annotator_id,
+            annotation__question__study_id=study_id,
             label__isnull=False,
         )
         .order_by("annotation__question__position", "annotation_id", "-number")
-        .values_list("annotation_id", "label__name")
+        .values_list(
+            "annotation__item__assignments",
+            "annotation__item__external_id",
+            "annotation_id",
+            "label__name",
+        )
     )
-    latest: dict[int, str] = {}
-    for annotation_id, name in revisions:
-        latest.setdefault(annotation_id, name)
-    if not latest:
-        return None
-    return AnswerShown(
-        assignment_id=assignment.pk,
-        item=assignment.item.external_id,
-        labels=list(latest.values()),
-    )
-
-
-def undo_next(*, annotator: Account, study: Study) -> AnswerShown | None:
-    """What the annotator's next undo retracts: their latest answered item (``None``: nothing).
-
-    Each undo reopens that item, so the one after goes a step further back.
-    """
-    latest = answered_latest_first(annotator=annotator, study=study).select_related("item").first()
-    return None if latest is None else answer_shown(assignment=latest)
+    items: dict[int, str] = {}
+    labels: dict[int, dict[int, str]] = defaultdict(dict)
+    for assignment_id, item, annotation_id, name in rows:
+        items[assignment_id] = item
+        labels[assignment_id].setdefault(annotation_id, name)
+    return {
+        assignment_id: AnswerShown(
+            assignment_id=assignment_id, item=items[assignment_id], labels=list(names.values())
+        )
+        for assignment_id, names in labels.items()
+    }
 
 
 def answered_latest_first(*, annotator: Account, study: Study) -> QuerySet[Assignment]:

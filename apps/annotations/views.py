@@ -21,7 +21,7 @@ from apps.annotations.selectors import (
     annotator_progress,
     answer_shown,
     assignment_next,
-    undo_next,
+    queue_answers_shown,
 )
 from apps.annotations.services import annotation_undo_last, annotations_submit, assignment_skip
 from apps.exchange.huggingface import LICENSES, dataset_response
@@ -95,7 +95,7 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
             return redirect("annotations:queue", study.pk)
         failed = form if form.errors else None
     assignment = assignment_next(annotator=request.user, study=study) if study.is_running else None
-    undo = undo_next(annotator=request.user, study=study)
+    undo, earlier = queue_answers_shown(annotator=request.user, study=study, shown=assignment)
     context = {
         "study": study,
         "instructions": render_markdown(study.instructions),
@@ -105,7 +105,7 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
         ),
         "undo": undo,
         "undo_form": UndoForm.fresh(undo=undo),
-        "earlier": answer_shown(assignment=assignment) if assignment else None,
+        "earlier": earlier,
         "progress": annotator_progress(annotator=request.user, study=study),
         "failed": failed,
     }

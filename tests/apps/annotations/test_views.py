@@ -324,6 +324,25 @@ def test_several_questions_render_as_radio_groups_and_need_every_answer(client, 
     assert Revision.objects.count() == 2
 
 
+def test_the_undo_names_every_question_s_label_in_question_order(client, two_question_study):
+    """The undo button and the reopened item's earlier answer come from one read of both
+    assignments' labels: each assignment keeps its own labels, in question order."""
+    study, annotator = two_question_study
+    client.force_login(annotator)
+    first, second = study.questions.order_by("position")
+    items = []
+    for labels in [("negative", "low"), ("positive", "high")]:
+        items.append(assignment_next(annotator=annotator, study=study).item)
+        data = {**shown_form(client, study), f"q{first.pk}": labels[0], f"q{second.pk}": labels[1]}
+        assert client.post(queue_url(study), data).status_code == 302
+    page = client.get(queue_url(study))
+    assert f"Undo: ‘Positive’, ‘high’ on item {items[1].external_id}" in page.content.decode()
+    html = client.post(queue_url(study), _undo_data(page), **HTMX).content.decode()
+    assert f"Undone: ‘Positive’, ‘high’ on item {items[1].external_id}" in html
+    assert "Your answer before the undo: ‘Positive’, ‘high’" in html
+    assert f"Undo: ‘Negative’, ‘low’ on item {items[0].external_id}" in html
+
+
 # ---------- Downloads ----------
 
 
