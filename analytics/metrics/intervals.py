@@ -14,9 +14,10 @@ indicator key (the dashboard's keys) to an :class:`~analytics.metrics.uncertaint
 * :func:`indicator_intervals_traces`: per annotator ``kappa_sda`` (kappa_SDA with others,
   raw), ``kappa_sda_aligned`` (after each annotator's lag is removed) and ``kappa_truth``
   (kappa_SDA with the known truth on gold items), each with the effective number of
-  independent steps it rests on.
+  independent steps it rests on; per study ``icc`` and ``pooled_kappa_sda`` (HAC).
 * :func:`indicator_intervals_pairwise`: per annotator ``transitivity_kappa`` (delete-one-item
-  jackknife over the triplets the figure counts).
+  jackknife over the triplets the figure counts); per study ``pooled_transitivity_kappa``
+  (the same jackknife of every annotator's counted triplets together).
 
 A figure from less evidence than its minimum is not a value: its estimate and bounds are nan
 and ``n`` says how much evidence there was ("1 repeat: too few").
@@ -630,6 +631,7 @@ def kappa_sda_hac_interval(
     tol: float | ArrayLike = 0.0,
     targets: ArrayLike | None = None,
     combine: ArrayLike | None = None,
+    pool: bool = False,
     confidence: float = 0.95,
 ) -> Interval:
     r"""kappa_SDA pooled over items, with a HAC interval and the effective sample size.
@@ -649,14 +651,20 @@ def kappa_sda_hac_interval(
         Report linear combinations of the pair kappas with weights proportional to the
         entries times the pairs' pooled steps (e.g. 0/1 rows selecting each annotator's
         partners give "kappa with others"); default: the pair kappas themselves.
+    pool : bool
+        Report one figure, the kappa_SDA of the target pairs' tables summed (a study's pooled
+        kappa_SDA: give the ordered pairs ``(k, l)`` and ``(l, k)`` to pool the symmetric
+        table the dashboard sums); ``combine`` must then be None.
     confidence : float
         Two-sided coverage.
 
     Returns
     -------
     Interval
-        Arrays ``(n_out,)``: ``estimate``, ``low``/``high`` (Student t with the flat-top
-        window's degrees of freedom, clipped to [-1, 1]), ``n`` = pooled steps,
+        Arrays ``(n_out,)`` (``(1,)`` with ``pool``): ``estimate``, ``low``/``high``
+        (Student t with the flat-top window's degrees of freedom, clipped to [-1, 1]),
+        ``n`` = pooled steps (with ``pool``: the time steps of the items where a target
+        pair traced together, each step once however many pairs share it),
         ``n_effective`` = the independent steps those are worth (for the trace figures'
         "rests on ... independent samples").
 
@@ -673,8 +681,11 @@ def kappa_sda_hac_interval(
         \hat\kappa - \kappa \approx \frac1N \sum_t \psi_t
 
     A combination :math:`\bar\kappa = \sum_p c_p N_p \kappa_p / \sum_p c_p N_p` has the
-    series :math:`v_t = \sum_p c_p \psi_{p,t}`. Items are independent, steps within an item
-    are not, so
+    series :math:`v_t = \sum_p c_p \psi_{p,t}`. With ``pool`` the figure is the kappa of the
+    summed table :math:`\sum_p C_p` itself, so :math:`p_o, p_e, f, g` in :math:`\psi` are
+    those of the summed table, :math:`c_p = 1` and :math:`v_t` sums the influence of every
+    pair's step :math:`t` (the pairs' signs at one instant are not independent either).
+    Items are independent, steps within an item are not, so
 
     .. math::
 
@@ -730,6 +741,10 @@ def kappa_sda_hac_interval(
         pairs.min() < 0 or pairs.max() >= rows or np.any(pairs[:, 0] == pairs[:, 1])
     ):
         raise ValueError(f"targets must be pairs of two different rows in 0..{rows - 1}")
+    if pool and combine is not None:
+        raise ValueError("pool reports the summed table's kappa: give no combine")
+    if pool:
+        combine = np.ones((1, len(pairs)))
     c = np.eye(len(pairs)) if combine is None else np.asarray(combine, dtype=np.float64)
     if c.ndim != 2 or c.shape[1] != len(pairs):
         raise ValueError(f"combine must have shape (n_out, {len(pairs)}); got {c.shape}")
@@ -753,9 +768,13 @@ def kappa_sda_hac_interval(
         cell = (s[first] * 3 + s[second])[both] + 9 * np.arange(both.sum())[:, None]
         tables[both] += np.bincount(cell.ravel(), minlength=9 * both.sum()).reshape(-1, 3, 3)
     n_pair = tables.sum(axis=(1, 2))
+    # with pool, every pair reads the summed table (one kappa, one linearisation); its steps
+    # still weigh it by its own count, so the weights sum to the summed table's steps
+    read = np.broadcast_to(tables.sum(axis=0), tables.shape) if pool else tables
+    n_read = read.sum(axis=(1, 2))
     with np.errstate(divide="ignore", invalid="ignore"):
-        f, g = tables.sum(axis=2) / n_pair[:, None], tables.sum(axis=1) / n_pair[:, None]
-        p_o = np.trace(tables, axis1=1, axis2=2) / n_pair
+        f, g = read.sum(axis=2) / n_read[:, None], read.sum(axis=1) / n_read[:, None]
+        p_o = np.trace(read, axis1=1, axis2=2) / n_read
         p_e = np.sum(f * g, axis=1)
         kappa = (p_o - p_e) / (1.0 - p_e)
     defined = (n_pair > 0) & (p_e < 1.0)
@@ -765,6 +784,7 @@ def kappa_sda_hac_interval(
         estimate = (weight @ np.where(defined, kappa, 0.0)) / total
     coef = np.where(defined, c, 0.0)
     variance, plain, dof = np.zeros(c.shape[0]), np.zeros(c.shape[0]), np.zeros(c.shape[0])
+    time_steps = np.zeros(c.shape[0])
     with np.errstate(divide="ignore", invalid="ignore"):
         scale_a = np.where(defined, 1.0 / (1.0 - p_e), 0.0)
         scale_e = np.where(defined, (1.0 - p_o) / (1.0 - p_e) ** 2, 0.0)
@@ -785,9 +805,16 @@ def kappa_sda_hac_interval(
         variance += np.where(involved, n_i * long_run, 0.0)
         plain += np.where(involved, np.sum(v**2, axis=1), 0.0)
         dof += np.where(involved, n_i / bandwidth, 0.0)
+        time_steps += np.where(involved, n_i, 0)
     # evidence: the most steps of any pair in a combination (kappa with others: the steps the
-    # annotator traced alongside a colleague)
-    n_steps = np.max(np.where(coef != 0, np.where(defined, n_pair, 0.0)[None, :], 0.0), axis=1)
+    # annotator traced alongside a colleague); pooled: the time steps, each once
+    n_steps = (
+        time_steps
+        if pool
+        else np.max(
+            np.where(coef != 0, np.where(defined, n_pair, 0.0)[None, :], 0.0), axis=1, initial=0.0
+        )
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.sqrt(variance) / total
         n_effective = np.where(
@@ -863,14 +890,21 @@ def indicator_intervals_traces(
         Per study (floats): ``"icc"``, the mean over items of the ICC of the lag-corrected
         traces (items with 2+ traces), with a t interval over items (nan with fewer than 2
         items), ``n`` = samples and ``n_effective`` = the independent samples they are
-        worth (the effective sample size of each item's mean trace, summed).
+        worth (the effective sample size of each item's mean trace, summed);
+        ``"pooled_kappa_sda"``, kappa_SDA of every pair's raw sign tables summed over pairs
+        (both orders) and items, with its HAC interval (:func:`kappa_sda_hac_interval` with
+        ``pool``), ``n`` = the time steps where two or more annotators traced and
+        ``n_effective`` the independent steps they are worth.
 
     Notes
     -----
     kappa with others of annotator :math:`k` is the steps-weighted mean of its pooled pair
     kappas, :math:`\bar\kappa_k = \sum_l N_{kl} \kappa_{kl} / \sum_l N_{kl}`, the
     dashboard's figure; its intervals are the HAC intervals of
-    :func:`kappa_sda_hac_interval` (items independent, steps serially correlated).
+    :func:`kappa_sda_hac_interval` (items independent, steps serially correlated). The
+    pooled figure :math:`\kappa_{SDA}(\sum_{k \ne l} C_{kl})` gets the same HAC interval
+    of the summed table's linearisation, every pair's influence at one time step summed
+    before the lag window (the annotators' moves at one instant are correlated too).
 
     The ICC of a smooth trace matrix treats every sample as an independent target; a
     slider trace is worth far fewer (Bayley & Hammersley 1946; see
@@ -929,6 +963,13 @@ def indicator_intervals_traces(
     else:
         out["kappa_truth"] = _nan_interval(np.zeros(m, dtype=np.int64), (m,))
     out["icc"] = _icc_over_items(aligned, kind=icc_kind, confidence=confidence)
+    ordered = np.argwhere(~np.eye(m, dtype=bool))  # (k, l) and (l, k): the symmetric sum
+    pooled = kappa_sda_hac_interval(
+        mats, tol=tol, targets=ordered, pool=True, confidence=confidence
+    )
+    estimate, low, high, n = (np.asarray(part).item() for part in pooled[:4])
+    effective = np.asarray(pooled.n_effective).item()
+    out["pooled_kappa_sda"] = Interval(estimate, low, high, n, None, effective)
     return out
 
 
@@ -977,7 +1018,9 @@ def indicator_intervals_pairwise(
         Each annotator's counted triplets and judged pairs (index = annotator row): the
         triplets the live figure counts (the studio counts those a calibration or audit
         answer completed), or every complete triplet
-        (:func:`~analytics.metrics.uncertainty.complete_triplets`).
+        (:func:`~analytics.metrics.uncertainty.complete_triplets`). One code must mean one
+        item for every annotator (item ids; or ``complete_triplets(..., items=...)`` with
+        the same ``items``): the pooled figure leaves an item out of everyone's triplets.
     strict : bool
         Strict preferences (no ties).
     chance : {"observed", "amidei"}
@@ -995,13 +1038,25 @@ def indicator_intervals_pairwise(
         ``"transitivity_kappa"``: arrays ``(n_annotators,)`` from
         :func:`~analytics.metrics.uncertainty.transitivity_kappa_jackknife_counted` (items
         left out in turn), ``n`` = items judged; nan below ``min_items``.
+        ``"pooled_transitivity_kappa"`` (floats): the study's pooled figure, kappa of the
+        summed counts with the chance level of the pooled tie rate, with the same jackknife
+        over the items any annotator judged, ``n`` = counted triplets of all annotators;
+        below ``min_items`` items the estimate stays and the bounds are nan.
 
     Notes
     -----
     .. math:: \hat K \pm z\,\mathrm{se}_J, \qquad
               \mathrm{se}_J^2 = \frac{n - 1}{n} \sum_i (K_{(i)} - \bar K_{(\cdot)})^2
 
-    One jackknife per annotator, linear in the counted triplets.
+    One jackknife per annotator, linear in the counted triplets. The pooled figure
+
+    .. math:: K_{pooled} = \frac{n_T / n_C - P(E)}{1 - P(E)}, \qquad
+              n_T = \sum_k n_{T,k}, \; n_C = \sum_k n_{C,k}
+
+    (P(E) from the ties over all judged pairs) is jackknifed on the same items: leaving item
+    :math:`i` out removes every annotator's triplets and pairs through it, so the replicates
+    keep the dependence between annotators who judged the same items. The annotators are
+    taken as given (the interval does not reach to other annotators).
 
     References
     ----------
@@ -1016,10 +1071,12 @@ def indicator_intervals_pairwise(
     >>> rng = np.random.default_rng(0)
     >>> score = rng.standard_normal(10)
     >>> careful = [(a, b, 1 if score[a] > score[b] else -1) for a in range(10) for b in range(a)]
-    >>> counted = [complete_triplets(careful), complete_triplets(careful[:2])]
+    >>> counted = [complete_triplets(j, items=range(10)) for j in (careful, careful[:2])]
     >>> out = indicator_intervals_pairwise(counted)
     >>> out["transitivity_kappa"].estimate, out["transitivity_kappa"].n
     (array([ 1., nan]), array([10,  3]))
+    >>> out["pooled_transitivity_kappa"].estimate, out["pooled_transitivity_kappa"].n
+    (1.0, 120)
     """
     results = [
         transitivity_kappa_jackknife_counted(
@@ -1032,4 +1089,42 @@ def indicator_intervals_pairwise(
         -1, 3
     )
     parts[n < min_items] = np.nan
-    return {"transitivity_kappa": Interval(parts[:, 0], parts[:, 1], parts[:, 2], n)}
+    return {
+        "transitivity_kappa": Interval(parts[:, 0], parts[:, 1], parts[:, 2], n),
+        "pooled_transitivity_kappa": _pooled_transitivity(
+            counted, strict=strict, chance=chance, min_items=min_items, confidence=confidence
+        ),
+    }
+
+
+def _pooled_transitivity(
+    counted: Sequence[CountedTriplets],
+    *,
+    strict: bool,
+    chance: Chance,
+    min_items: int,
+    confidence: float,
+) -> Interval:
+    """The pooled transitivity kappa of :func:`indicator_intervals_pairwise`: every
+    annotator's counted triplets and judged pairs as one set, jackknifed over items; ``n`` =
+    counted triplets, no bounds below ``min_items`` items."""
+
+    def stacked(parts: list[NDArray], shape: tuple[int, ...], dtype: type) -> NDArray:
+        return np.concatenate(
+            [np.asarray(p, dtype=dtype).reshape(shape) for p in parts]
+            or [np.zeros((0, *shape[1:]), dtype=dtype)]
+        )
+
+    together = CountedTriplets(
+        stacked([one.triplets for one in counted], (-1, 3), np.int64),
+        stacked([one.transitive for one in counted], (-1,), np.bool_),
+        stacked([one.pairs for one in counted], (-1, 2), np.int64),
+        stacked([one.tied for one in counted], (-1,), np.bool_),
+    )
+    found = transitivity_kappa_jackknife_counted(
+        together, strict=strict, chance=chance, confidence=confidence
+    )
+    n_triplets = len(together.triplets)
+    if found.n < min_items:
+        return Interval(float(found.estimate), math.nan, math.nan, n_triplets)
+    return Interval(float(found.estimate), float(found.low), float(found.high), n_triplets)

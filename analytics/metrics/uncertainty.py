@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -1726,9 +1726,18 @@ class CountedTriplets(NamedTuple):
     tied: NDArray[np.bool_]
 
 
-def complete_triplets(judgements: Iterable[Judgement], *, strict: bool = False) -> CountedTriplets:
+def complete_triplets(
+    judgements: Iterable[Judgement],
+    *,
+    strict: bool = False,
+    items: Sequence[Hashable] | None = None,
+) -> CountedTriplets:
     """Every complete triplet of one annotator's judgements (the latest judgement of a
     repeated pair counts), as :func:`~analytics.metrics.triplet_counts` counts them.
+
+    Items are coded in order of first appearance, or by their position in ``items`` (give
+    the same ``items`` to every annotator whose triplets are pooled, so one code means one
+    item: :func:`~analytics.metrics.intervals.indicator_intervals_pairwise`).
 
     Examples
     --------
@@ -1736,7 +1745,7 @@ def complete_triplets(judgements: Iterable[Judgement], *, strict: bool = False) 
     >>> found.triplets.tolist(), found.transitive.tolist(), found.tied.tolist()
     ([[0, 1, 2]], [False], [False, False, True, False])
     """
-    P, T = _latest_relation(_encode(judgements, strict=strict))
+    P, T = _latest_relation(_encode(judgements, items=items, strict=strict))
     judged = P | P.T | T
     lo, hi = np.nonzero(np.triu(judged, 1))
     # third items k > hi judged with both ends of the pair (i < j < k: each triplet once)

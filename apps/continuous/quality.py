@@ -88,7 +88,7 @@ TREND_F1 = Indicator(
     interval="trend_f1",
 )
 INDICATORS = (TRACES_DONE, KAPPA_SDA, KAPPA_TRUTH, LAG, TREND_F1)
-POOLED_KAPPA_SDA = StudyFigure("pooled_kappa_sda", "Pooled kappa_SDA")
+POOLED_KAPPA_SDA = StudyFigure("pooled_kappa_sda", "Pooled kappa_SDA", evidence="samples")
 #: Computed with the intervals only (off the live path): shown once they exist.
 ICC = StudyFigure("icc", "ICC(k) of the lag-corrected traces", evidence="samples")
 
@@ -322,8 +322,11 @@ def trace_intervals(question: Question) -> IntervalSet | None:
     serially correlated steps; the annotators' dead band is the question's SDA tolerance, the
     truth's ``TRUTH_TOL``), their ``n`` in traces and gold items. Lag and trend F1 (means
     over gold traces): a percentile bootstrap over the annotator's gold traces
-    (:func:`_mean_over_gold_traces`), no bounds from a single gold trace. ``None`` before the
-    first trace."""
+    (:func:`_mean_over_gold_traces`), no bounds from a single gold trace. Study: the ICC and
+    the pooled kappa_SDA (every pair's raw sign tables summed, as :func:`derive_continuous`
+    pools them) with the HAC interval of the same steps, ``n`` in samples (time steps where
+    two or more annotators traced) with the independent samples they are worth. ``None``
+    before the first trace."""
     state = QualityState.objects.filter(question=question).first()
     if state is None or not state.annotator_ids:
         return None
@@ -376,7 +379,7 @@ def trace_intervals(question: Question) -> IntervalSet | None:
         intervals[spec.key] = _mean_over_gold_traces(
             per_gold_trace, name, n_annotators=len(row_of), seed=question.pk
         )
-    study = {ICC.key: intervals.pop(ICC.key)}
+    study = {figure.key: intervals.pop(figure.key) for figure in (ICC, POOLED_KAPPA_SDA)}
     evidence = derive_question(state, question, with_map=False).evidence
     return IntervalSet(
         annotators=state.annotator_ids,

@@ -102,7 +102,9 @@ INDICATORS = (
     OUTCOME_KAPPA,
     AGREEMENT,
 )
-POOLED_TRANSITIVITY_KAPPA = StudyFigure("pooled_transitivity_kappa", "Pooled transitivity kappa")
+POOLED_TRANSITIVITY_KAPPA = StudyFigure(
+    "pooled_transitivity_kappa", "Pooled transitivity kappa", evidence="triplets"
+)
 
 
 PairKey = tuple[int, int]
@@ -116,9 +118,12 @@ def _pair_code(judgement: Judgement) -> tuple[PairKey, int]:
 
 
 def _history(question_id: int, **filters: object) -> QuerySet[Judgement]:
-    """Judgements of a pairwise question with their retraction, if any, in one query."""
+    """Judgements of a pairwise question with their retraction, if any, in one query; the
+    answers to attention checks are no data (:meth:`~apps.preferences.models.JudgementQuerySet.
+    data`) and are left out, with their undos."""
     return (
         Judgement.objects.filter(question_id=question_id, **filters)
+        .data()
         .select_related("retraction")
         .order_by("annotator_id", "sequence")
     )
@@ -197,7 +202,9 @@ def _shared_pair_views(
     either = Q()
     for lo, hi in pairs:
         either |= Q(item_a_id=lo, item_b_id=hi) | Q(item_a_id=hi, item_b_id=lo)
-    sharing = Judgement.objects.filter(either, question_id=question_id).values("annotator_id")
+    sharing = (
+        Judgement.objects.filter(either, question_id=question_id).data().values("annotator_id")
+    )
     by_annotator: dict[int, list[Judgement]] = {}
     for judgement in _history(question_id, annotator_id__in=sharing).exclude(
         annotator_id=annotator_id
@@ -267,6 +274,7 @@ def _judgements_behind(question_id: int) -> dict[int, int]:
     behind, with how many of them it has not applied."""
     latest = dict(
         Judgement.objects.filter(question_id=question_id)
+        .data()
         .values("annotator_id")
         .annotate(last=Count("pk") + Count("retraction"))
         .values_list("annotator_id", "last")
@@ -513,7 +521,10 @@ def judgement_intervals(question: Question) -> IntervalSet | None:
     comparisons, :func:`shared_outcomes`). Seconds per judgement: Student's t interval of
     the mean over the timed kept judgements
     (:func:`~analytics.metrics.uncertainty.mean_t_interval`), ``n`` in timed judgements.
-    ``None`` before the first judgement."""
+    Study: the pooled transitivity kappa (every annotator's counted triplets and tie rate
+    summed, as :func:`derive_pairwise` pools them) with the same delete-one-item jackknife
+    over those triplets, centred on the live figure, ``n`` in complete triplets (no bounds
+    below the jackknife's minimum of items). ``None`` before the first judgement."""
     state = QualityState.objects.filter(question=question).first()
     if state is None or not state.annotator_ids:
         return None
@@ -525,6 +536,7 @@ def judgement_intervals(question: Question) -> IntervalSet | None:
     found = indicator_intervals_pairwise(
         [_counted_triplets(mine, strict=strict) for mine in kept], strict=strict
     )
+    study = {POOLED_TRANSITIVITY_KAPPA.key: found.pop(POOLED_TRANSITIVITY_KAPPA.key)}
     found[OUTCOME_KAPPA.key] = kappa_with_others_interval(
         _outcome_ratings([_latest_codes(mine) for mine in kept]),
         min_overlap=quality_config().min_overlap,
@@ -549,5 +561,5 @@ def judgement_intervals(question: Question) -> IntervalSet | None:
     return IntervalSet(
         annotators=state.annotator_ids,
         per_annotator=in_evidence_units(found, INDICATORS, evidence),
-        study={},
+        study=study,
     )

@@ -10,18 +10,21 @@ import uuid
 import numpy as np
 import pytest
 from django.apps import apps as django_apps
+from django.test import Client
 from statsmodels.stats.proportion import proportion_confint
 
-from analytics.intervals import interval_text
+from analytics.intervals import evidence_text, interval_text
 from analytics.models import Flag, QualitySnapshot, QualityState
 from analytics.pipeline import quality_sweep
 from analytics.publishing import quality_publish
 from analytics.sufficient_stats import PairwiseStats
+from apps.annotations.exporting import provenance
 from apps.annotations.models import Assignment
 from apps.continuous.quality import quality_traces_process
 from apps.continuous.services import trace_finish
 from apps.preferences.models import Judgement
 from apps.preferences.quality import quality_judgements_process
+from apps.studies.models import Question, Study
 from tests.analytics.test_intervals import assert_mean_t_interval
 from tests.apps.continuous.conftest import AUDIO_SECONDS, GOLD_SECONDS, make_trace_study
 from tests.apps.preferences.conftest import (
@@ -317,3 +320,51 @@ def test_trace_lag_and_trend_f1_get_bootstrap_intervals_over_gold_traces(interva
         assert alone[1:] == [None, None, 1]
     lag = stored["intervals"]["lag"][first]
     assert lag[1] < 1.0 < lag[2]  # the three traces lag 0.5, 1 and 2 s
+
+
+def _shown_everywhere(
+    study: Study, question: Question, key: str, unit: str, entry: list, client: Client
+) -> None:
+    """The study figure ``key`` with its stored interval ``entry``: on the dashboard as
+    ``0.59 [0.48, 0.69]; 200 <unit>``, in the API's and the export's quality figures with its
+    bounds and evidence, as categorical alpha is."""
+    html = client.get(f"/studies/{study.pk}/quality/?question={question.pk}").content.decode()
+    assert f"{interval_text(entry)}; {evidence_text(entry, unit)}" in html
+    url = f"/api/studies/{study.pk}/questions/{question.pk}/quality/"
+    figure = client.get(url).json()["study"][key]
+    record = provenance(study=study, curated=False, include_history=False, fmt="csv")
+    exported = record["quality"][question.key]["study"][key]
+    for shown in (figure, exported):
+        assert shown["low"] == pytest.approx(entry[1], abs=1e-6)
+        assert shown["high"] == pytest.approx(entry[2], abs=1e-6)
+        assert (shown["evidence"], shown["unit"]) == (entry[3], unit)
+
+
+def test_pooled_transitivity_kappa_has_its_jackknife_interval_everywhere(audited, client):
+    """The study's pooled transitivity kappa: the item jackknife's interval centred on the
+    live figure, ``n`` = every annotator's counted triplets, on the page, in the API and in
+    the exports."""
+    ps = audited
+    stored = _latest(ps.question).indicators
+    entry = stored["study"]["intervals"]["study"]["pooled_transitivity_kappa"]
+    assert entry[0] == pytest.approx(stored["study"]["pooled_transitivity_kappa"], abs=1e-6)
+    assert entry[1] < entry[0] < entry[2]
+    assert entry[3] == sum(stored["evidence"]["triplets"]) > 0
+    client.force_login(ps.manager)
+    _shown_everywhere(ps.study, ps.question, "pooled_transitivity_kappa", "triplets", entry, client)
+
+
+def test_pooled_kappa_sda_has_its_hac_interval_everywhere(traced, client):
+    """The study's pooled kappa_SDA: the HAC interval of the summed tables, centred on the
+    live figure, ``n`` in samples with the independent samples they are worth."""
+    stored = _latest(traced.question).indicators
+    entry = stored["study"]["intervals"]["study"]["pooled_kappa_sda"]
+    assert entry[0] == pytest.approx(stored["study"]["pooled_kappa_sda"], abs=1e-6)
+    assert entry[1] < entry[0] < entry[2]
+    *_, samples, effective, again = entry
+    assert samples == again
+    assert 1 <= effective <= samples
+    client.force_login(traced.study.created_by)
+    _shown_everywhere(traced.study, traced.question, "pooled_kappa_sda", "samples", entry, client)
+    html = client.get(f"/studies/{traced.study.pk}/quality/").content.decode()
+    assert f"about {effective:,.0f} independent samples of {samples:,}" in html
