@@ -17,7 +17,7 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.continuous.config import trace_settings
-from apps.continuous.models import GoldSignal
+from apps.continuous.selectors import green_signal_for_item
 from apps.recruitment.forms import (
     OUTCOME_NAMES,
     GoldSignalForm,
@@ -266,20 +266,22 @@ def _feedback_texts(answer: TrainingAnswer) -> dict[str, Any]:
 
 
 def _trace_config(gold: GoldAnswer) -> dict[str, Any] | None:
-    """The training recorder's settings for a gold trace (the truth drives the stimulus)."""
+    """The training recorder's settings for a gold trace: the truth drives the green screen
+    of an item without media (``signal``); an audio or video item plays its own media and its
+    truth stays on the server, which scores the trace."""
     if gold.question.kind != Question.Kind.CONTINUOUS:
         return None
-    signal = GoldSignal.objects.get(key=gold.value["signal"])
     settings = trace_settings(gold.question)
-    return {
-        "signal": signal.array().round(4).tolist(),
-        "rate_hz": signal.rate_hz,
+    config: dict[str, Any] = {
         "recording_rate_hz": settings.recording_rate_hz,
         "min": settings.scale_min,
         "max": settings.scale_max,
         "label_min": settings.label_min,
         "label_max": settings.label_max,
     }
+    if (green := green_signal_for_item(gold.item)) is not None:
+        config |= {"signal": green.array().round(4).tolist(), "rate_hz": green.rate_hz}
+    return config
 
 
 @login_required

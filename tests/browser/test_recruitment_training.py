@@ -1,7 +1,8 @@
 """Training on calibration pairs and on a gold trace, in a real browser: a participant of a
 pairwise-only study compares a pair with a known order and sees the feedback, qualifies, and is
 sent to the comparisons; a participant of a trace study follows a green stimulus with the
-slider and sees their kappa_SDA against the truth.
+slider and sees their kappa_SDA against the truth; on an audio gold trace the participant
+hears the audio (the signal is only the known answer) and the slider follows its clock.
 
 Screenshots land in ``test-artifacts/``.
 """
@@ -10,13 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from django.core.files.base import ContentFile
 from playwright.sync_api import expect
 
 from apps.continuous.services import gold_signal_save
+from apps.demo.continuous import tone_sweep_wav
 from apps.items.models import Item
 from apps.items.services import items_bulk_create
-from apps.recruitment.models import Participant
-from apps.recruitment.services import gold_answer_set, recruitment_update
+from apps.recruitment.models import Participant, TrainingAnswer
+from apps.recruitment.services import gold_answer_set, item_gold_signal_set, recruitment_update
 from apps.studies.models import Question, Study
 from apps.studies.services import question_create, study_set_status
 from tests.factories import StudyFactory
@@ -124,3 +127,39 @@ def test_trace_training_scores_the_slider_against_the_true_signal(open_page, scr
     page.get_by_role("link", name="Continue").click()
     expect(page.get_by_role("heading", name="Thank you")).to_be_visible()
     assert Participant.objects.get().status == Status.SCREENED_OUT
+
+
+@pytest.fixture
+def audio_gold_trace(live_server):
+    """A trace study whose training item is a 3-second tone with an uploaded true signal."""
+    rows = [{"external_id": "clip", "text": "A clip.", "metadata": {"duration": 3.0}}]
+    study, question, recruitment = open_study(
+        Question.Kind.CONTINUOUS, rows, trace_threshold=0.3, qualification_threshold=1.0
+    )
+    item = Item(study=study, external_id="tone", kind=Item.Kind.AUDIO, text="A rising tone.")
+    item.media.save("tone.wav", ContentFile(tone_sweep_wav(seconds=3.0)), save=False)
+    item.save()
+    item_gold_signal_set(item=item, values=np.linspace(0.1, 0.9, 7), rate_hz=2.0)
+    gold_answer_set(item=item, question=question, value={}, use="training")
+    yield recruitment
+    item.media.delete(save=False)
+
+
+def test_trace_training_on_an_audio_gold_trace_plays_the_audio(
+    audio_gold_trace, open_page, screenshot
+):
+    page = arrive(open_page, audio_gold_trace, "trace2")
+    stimulus = page.locator("audio[data-training-stimulus]")
+    expect(stimulus).to_have_count(1)
+    expect(page.locator("canvas.trace-stimulus")).to_have_count(0)  # no green screen
+    expect(page.locator(".trace-caption")).to_have_text("A rising tone.")
+    submit = page.get_by_role("button", name="Check my trace")
+    page.get_by_role("button", name="Start").click()
+    expect(submit).to_be_enabled(timeout=20_000)  # the audio played to its end
+    assert stimulus.evaluate("a => a.ended")
+    screenshot(page, "recruitment-trace-training-audio")
+    submit.click()
+    feedback = page.locator(".feedback")
+    expect(feedback.locator("h2")).to_have_text("Not quite.")  # the slider never moved
+    expect(feedback).to_contain_text("0.30 or more was expected")
+    assert TrainingAnswer.objects.get().correct is False

@@ -173,3 +173,21 @@ def test_a_trace_of_the_video_check_is_still_scored_against_the_true_signal():
     trace_finish(annotator=participant.user, recording_uuid=recording)
     found = gold_accuracy(study=study)[participant.user_id]
     assert (found.correct, found.checked) == (1, 1)
+
+
+def test_training_on_a_video_gold_trace_plays_the_video_and_sends_no_signal(client):
+    study, question, check, _ = video_study_with_a_check()
+    gold_answer_set(item=check, question=question, value={}, use="training")
+    recruitment = recruitment_update(study=study, qualification_threshold=1.0)
+    participant = participant_enter(recruitment=recruitment, platform_id="P2")
+    participant = participant_consent(participant=participant, agree=True)
+    client.force_login(participant.user)
+    page = client.get(reverse("recruitment:training", args=[study.pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'src="https://media.example.org/clip-4.mp4" data-training-stimulus' in html
+    assert "trace-stimulus" not in html  # no green canvas
+    config = page.context["trace"]
+    assert "signal" not in config
+    assert "rate_hz" not in config
+    assert "Scene 4" in html  # the clip's caption, as in the work
