@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models.fields.json import KT
 from django.urls import reverse
 from django.utils import timezone
 
@@ -151,10 +152,24 @@ def training_versus(*, gold: GoldAnswer) -> Item | None:
     ).first()
 
 
-def gold_signals_of(*, study: Study) -> list[tuple[Item, GoldSignal]]:
-    """The study's items that show a known signal (gold traces), with it, in item order."""
-    items = list(study.items.filter(metadata__has_key="signal").order_by("position", "id"))
-    signals = GoldSignal.objects.in_bulk(
+def gold_signal_items(*, study: Study) -> QuerySet[Item]:
+    """The study's items whose metadata names a stored signal (gold traces), in item order.
+
+    A queryset, so a list pages it in the database; :func:`gold_signals_of` then pairs the
+    items of one page with their signals.
+    """
+    return (
+        study.items.alias(signal_key=KT("metadata__signal"))
+        .filter(Exists(GoldSignal.objects.filter(key=OuterRef("signal_key"))))
+        .order_by("position", "id")
+    )
+
+
+def gold_signals_of(*, items: Iterable[Item]) -> list[tuple[Item, GoldSignal]]:
+    """Each of ``items`` (from :func:`gold_signal_items`) with its signal, in the items' order:
+    one query, which leaves the samples unread (a list shows their count and rate)."""
+    items = list(items)
+    signals = GoldSignal.objects.defer("values").in_bulk(
         [item.metadata["signal"] for item in items], field_name="key"
     )
     return [

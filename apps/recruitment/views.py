@@ -9,6 +9,7 @@ from csp.decorators import csp_replace, csp_update
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
 from django.forms.models import model_to_dict
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -35,6 +36,7 @@ from apps.recruitment.models import (
 )
 from apps.recruitment.selectors import (
     gold_accuracy,
+    gold_signal_items,
     gold_signals_of,
     package_of,
     participant_of,
@@ -69,6 +71,7 @@ from core.markdown import render_markdown
 Status = Participant.Status
 PROLIFIC_RETURN = "https://app.prolific.com/submissions/complete?cc={code}"
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
+SIGNALS_PAGE_SIZE = 25  # gold signals per page of the manager's page
 # Where MTurk shows an ExternalQuestion's frame from, and where its answers are posted.
 MTURK_FRAMERS = ["https://worker.mturk.com", "https://workersandbox.mturk.com"]
 MTURK_SUBMIT = {"https://www.mturk.com", "https://workersandbox.mturk.com"}
@@ -400,7 +403,12 @@ def _manage_page(
         "form": form,
         "recruitment": recruitment,
         "signal_form": signal_form,
-        "signals": gold_signals_of(study=study),
+    }
+    signal_items = gold_signal_items(study=study)  # paged in the database
+    signals_page = Paginator(signal_items, SIGNALS_PAGE_SIZE).get_page(request.GET.get("signals"))
+    context |= {
+        "signals_page": signals_page,
+        "signals": gold_signals_of(items=signals_page),
     }
     if recruitment is not None:
         participants_release_expired(study=study)  # the list shows who timed out

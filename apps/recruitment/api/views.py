@@ -20,7 +20,7 @@ from apps.continuous.models import GoldSignal
 from apps.items.models import Item
 from apps.recruitment.api.serializers import GoldAnswerSerializer, GoldSignalSerializer
 from apps.recruitment.models import GoldAnswer
-from apps.recruitment.selectors import gold_signals_of
+from apps.recruitment.selectors import gold_signal_items, gold_signals_of
 from apps.recruitment.services import gold_answer_set, item_gold_signal_set
 from apps.recruitment.signal_files import MAX_SIGNAL_BYTES, signal_read
 from apps.studies.api.permissions import InStudyMixin, IsStudyManager
@@ -83,9 +83,10 @@ class GoldSignalViewSet(InStudyMixin, GenericViewSet):
     parser_classes = [MultiPartParser, FormParser]
 
     def list(self, request: Request, study_pk: str) -> Response:
-        rows = [_signal_row(item, signal) for item, signal in gold_signals_of(study=self.study)]
-        page = self.paginate_queryset(rows)  # capped pages, as every list of the API
-        return self.get_paginated_response(GoldSignalSerializer(page, many=True).data)
+        # capped pages, as every list of the API, cut in the database: only a page is read
+        page = self.paginate_queryset(gold_signal_items(study=self.study))
+        rows = [_signal_row(item, signal) for item, signal in gold_signals_of(items=page or [])]
+        return self.get_paginated_response(GoldSignalSerializer(rows, many=True).data)
 
     def create(self, request: Request, study_pk: str) -> Response:
         serializer = self.get_serializer(data=request.data)
