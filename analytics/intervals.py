@@ -216,7 +216,9 @@ def quality_record(snapshot: QualitySnapshot, kind: QuestionKind) -> dict[str, A
     indicator's ``value``, its 95 % interval ``low``/``high`` (``None`` until computed) and the
     ``evidence`` (count, ``unit``) it rests on; the study figures alike; ``intervals``: when
     they were computed and on how many answers (``None`` before the first computation).
-    Study figures carry their ``label`` too (the dataset card prints them)."""
+    Study figures carry their ``label`` too (the dataset card prints them); one without a
+    stored interval (none computed yet) states the answers it counts (``unit`` "answers"),
+    not a count in its own unit it does not have."""
     stored = snapshot.indicators
     values, evidence = stored.get("values", {}), stored.get("evidence", {})
     intervals, study = stored.get("intervals", {}), stored.get("study", {})
@@ -248,7 +250,7 @@ def quality_record(snapshot: QualitySnapshot, kind: QuestionKind) -> dict[str, A
                     per_study.get(figure.key),
                     study[figure.key] if figure.key in study else per_study[figure.key][0],
                     study.get("n_ratings"),
-                    figure.evidence,
+                    figure.evidence if per_study.get(figure.key) else "answers",
                 ),
             }
             for figure in kind.study_figures

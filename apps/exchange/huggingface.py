@@ -395,12 +395,24 @@ def _question_section(summary: Mapping[str, Any]) -> list[str]:
         if figure["value"] is None:
             lines.append(f"- {figure['label']}: too little overlap.")
         elif figure["low"] is None:
-            lines.append(f"- {figure['label']}: {figure['value']:.3f} (interval not computed).")
+            # computed without bounds (too little evidence), or no interval set yet
+            why = "no interval" if quality["intervals"] else "interval not computed"
+            rests = (
+                f"; {figure['evidence']:,} {figure['unit'].replace('_', ' ')}"
+                if figure["evidence"] is not None
+                else ""
+            )
+            lines.append(f"- {figure['label']}: {figure['value']:.3f} ({why}{rests}).")
         else:
+            effective = (
+                f"; about {figure['effective_samples']:,.0f} independent samples"
+                if figure.get("effective_samples") is not None
+                else ""
+            )
             lines.append(
                 f"- {figure['label']}: {figure['value']:.3f} "
                 f"[{figure['low']:.3f}, {figure['high']:.3f}] (95 %, "
-                f"{figure['evidence']:,} {figure['unit']})"
+                f"{figure['evidence']:,} {figure['unit']}{effective})"
             )
     if quality.get("study"):
         left_out = quality["left_out"]

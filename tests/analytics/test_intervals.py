@@ -218,3 +218,19 @@ def test_label_skew_has_an_item_bootstrap_interval(answered):
         assert entry[0] == pytest.approx(stored["values"]["skew"][k], abs=1e-6)
         assert 0 <= entry[1] <= entry[2] <= 1
         assert entry[3] == stored["evidence"]["items"][k] == 40
+
+
+def test_study_figure_before_its_interval_counts_answers_not_items(db, client):
+    """Before the first interval set (``QUALITY_INTERVAL_SECONDS`` 0 in the tests) the API and
+    the export give a study figure's evidence as the answers it counts: 3 x 12 = 36 answers
+    are not 36 items."""
+    study, annotators = running_study(n_items=12, n_annotators=3)
+    _answer(study, annotators, random_last=False)
+    question = study.questions.get()
+    client.force_login(study.created_by)
+    url = f"/api/studies/{study.pk}/questions/{question.pk}/quality/"
+    alpha = client.get(url).json()["study"]["alpha"]
+    assert (alpha["low"], alpha["high"]) == (None, None)
+    assert (alpha["evidence"], alpha["unit"]) == (36, "answers")
+    record = provenance(study=study, curated=False, include_history=False, fmt="csv")
+    assert record["quality"][question.key]["study"]["alpha"]["unit"] == "answers"

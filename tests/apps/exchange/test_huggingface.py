@@ -191,3 +191,18 @@ def test_card_states_the_dashboards_figures_not_a_second_computation(answered, t
     html.force_authenticate(study.created_by)
     url = f"/api/studies/{study.pk}/questions/{question.pk}/quality/"
     assert html.get(url).json()["study"]["alpha"]["value"] == alpha["value"]
+
+
+def test_card_says_what_a_figure_without_an_interval_counts(answered, tmp_path):
+    """Before the first interval set (the tests' default) a study figure is printed with the
+    answers it counts, not as a bare value and not as a count of items it does not have."""
+    study, _ = answered
+    question = study.questions.get()
+    quality_process_pending(question_id=question.pk)
+    snapshot = quality_publish(question_id=question.pk)
+    alpha = quality_record(snapshot, question_kind(question.kind))["study"]["alpha"]
+    assert alpha["low"] is None
+    assert (alpha["evidence"], alpha["unit"]) == (18, "answers")
+    folder, _ = export(study, tmp_path)
+    card = (folder / "README.md").read_text()
+    assert f"- {alpha['label']}: {alpha['value']:.3f} (interval not computed; 18 answers)." in card
