@@ -17,6 +17,10 @@ chooses the inputs the paper prescribes and packs the results as JSON:
   each pair traced (:func:`pooled_kappa_sda`); Pearson's r per annotator replaces accuracy.
 * **MDS maps**: the human map of ``S_true`` and the model's map, Procrustes-aligned to it,
   over the annotators whose similarities are all defined in both.
+* **Intervals** (categorical runs): 95 % percentile intervals of DIC and of BAE per level
+  from one bootstrap over items (:func:`~analytics.metrics.dic_bae_bootstrap`,
+  :data:`BOOTSTRAP_REPLICATES` replicates, seed :data:`SEED`), with the evidence: ``n_items``
+  (items with a cell) and ``n_cells``.
 """
 
 from __future__ import annotations
@@ -27,11 +31,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from analytics.metrics import (
+    DicBaeIntervals,
+    Interval,
     bae,
     bae_random_baseline,
     bae_uniform_baseline,
     cosine_similarity_matrix,
     dic,
+    dic_bae_bootstrap,
     dic_consensus_baseline,
     dic_random_baseline,
     fleiss_kappa,
@@ -46,6 +53,10 @@ from analytics.metrics import (
 SEED = 0
 """Seed of the random reference rows and of the MDS maps: figures are reproducible."""
 MIN_MAP_ANNOTATORS = 3
+BOOTSTRAP_REPLICATES = 500
+"""Item-bootstrap replicates of a run's DIC/BAE intervals: 500 keep a 50-annotator x
+2,000-item run with 10 labels per item near a second (``benchmarks/model_runs.py``)."""
+CONFIDENCE = 0.95
 VECTOR_KINDS = ("feature", "attention")
 
 
@@ -112,6 +123,49 @@ def _mean(values: NDArray[np.float64]) -> float:
     return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
 
 
+def _similarities(
+    vectors: dict[str, NDArray[np.float64]], n_annotators: int
+) -> dict[str, NDArray[np.float64]]:
+    """``S_model`` per vector kind uploaded: cosine similarities, nan for annotators without
+    a vector."""
+    out = {}
+    for kind in VECTOR_KINDS:
+        if kind not in vectors:
+            continue
+        arr = vectors[kind]
+        has = ~np.isnan(arr).any(axis=1)
+        s_model = np.full((n_annotators, n_annotators), np.nan)
+        s_model[np.ix_(has, has)] = cosine_similarity_matrix(arr[has])
+        out[kind] = s_model
+    return out
+
+
+def _intervals(result: DicBaeIntervals) -> dict[str, Any]:
+    """The intervals and evidence of :func:`dic_bae_bootstrap` as figures (JSON-ready)."""
+
+    def bounds(interval: Interval) -> list[float | None] | None:
+        pair = _json(np.array([interval.low, interval.high]))
+        return None if None in pair else pair
+
+    def bias(interval: Interval) -> float | None:
+        drawn = np.zeros(0) if interval.replicates is None else interval.replicates
+        finite = drawn[np.isfinite(drawn)]
+        return _json(float(finite.mean() - interval.estimate)) if finite.size else None
+
+    return {
+        "dic_interval": bounds(result.dic),
+        "dic_bias": bias(result.dic),
+        "bae_interval": {kind: bounds(i) for kind, i in result.bae.items()},
+        "bae_bias": {kind: bias(i) for kind, i in result.bae.items()},
+        "n_items": result.n_items,
+        "interval": {
+            "method": "item bootstrap, percentile",
+            "n_boot": BOOTSTRAP_REPLICATES,
+            "confidence": CONFIDENCE,
+        },
+    }
+
+
 def _structure(
     m_true: NDArray[np.float64],
     m_pred: NDArray[np.float64],
@@ -133,13 +187,7 @@ def _structure(
             "bae_uniform": _json(bae_uniform_baseline(m_true)),
         },
     }
-    for kind in VECTOR_KINDS:
-        if kind not in vectors:
-            continue
-        arr = vectors[kind]
-        has = ~np.isnan(arr).any(axis=1)
-        s_model = np.full(m_true.shape, np.nan)
-        s_model[np.ix_(has, has)] = cosine_similarity_matrix(arr[has])
+    for kind, s_model in _similarities(vectors, m_true.shape[0]).items():
         figures["bae"][kind] = _json(bae(s_model, m_true))
         figures["s_model"][kind] = _json(s_model)
         figures["maps"][kind] = _maps(m_true, s_model)
@@ -178,7 +226,11 @@ def evaluate_run(
         ``maps`` (per level, plus ``predictions``: the map of ``M'``), ``accuracy``,
         ``accuracy_mean``, ``pearson``, ``pearson_mean``, ``fleiss_pred``, ``fleiss_human``,
         ``baselines`` (``dic_random``, ``dic_consensus``, ``bae_random``, ``bae_uniform``),
-        ``n_cells``, ``min_overlap``, ``measure``; nan as ``None``.
+        ``n_cells``, ``min_overlap``, ``measure``; the intervals ``dic_interval`` and
+        ``bae_interval`` (per level; ``[low, high]`` or ``None``), ``dic_bias`` and
+        ``bae_bias`` (per level: mean replicate minus estimate, the bootstrap's estimate of
+        the bias), ``n_items`` and ``interval`` (method, replicates, confidence); nan as
+        ``None``.
     """
     both = ~np.isnan(human) & ~np.isnan(predicted)
     human = np.where(both, human, np.nan)
@@ -201,6 +253,19 @@ def evaluate_run(
         pearson_mean=_json(_mean(pearson_r)),
         fleiss_pred=_json(fleiss_kappa(predicted)),
         fleiss_human=_json(fleiss_kappa(human)),
+    )
+    figures.update(
+        _intervals(
+            dic_bae_bootstrap(
+                human,
+                predicted,
+                s_model=_similarities(vectors, human.shape[0]),
+                min_overlap=min_overlap,
+                n_boot=BOOTSTRAP_REPLICATES,
+                confidence=CONFIDENCE,
+                seed=SEED,
+            )
+        )
     )
     figures["baselines"].update(
         dic_random=_json(
@@ -298,6 +363,7 @@ def evaluate_trace_run(
     figures.update(
         measure="kappa_SDA",
         n_cells=len(cells),
+        n_items=len({item for _, item in cells}),
         accuracy=[None] * n_annotators,
         accuracy_mean=None,
         pearson=_json(pearson_r),

@@ -203,6 +203,10 @@ class LeaderboardRow:
     fleiss: float | None = None
     run: ModelRun | None = None
     evaluation: ModelRunEvaluation | None = None
+    dic_interval: list[float] | None = None  # 95 % [low, high] (item bootstrap)
+    bae_feature_interval: list[float] | None = None
+    bae_attention_interval: list[float] | None = None
+    n_items: int | None = None  # items the figures rest on
 
 
 @dataclass(frozen=True)
@@ -212,6 +216,19 @@ class Leaderboard:
     question: Question
     rows: list[LeaderboardRow]  # runs, best DIC first
     references: list[LeaderboardRow]  # Random / Consensus / Uniform
+
+    @property
+    def top_two_separated(self) -> bool | None:
+        """Whether the DIC intervals of the two best runs are disjoint (their order is then
+        established at the 95 % level); None when fewer than two runs have an interval.
+
+        Disjoint 95 % intervals imply a difference; overlapping ones do not prove there is
+        none (a paired test is sharper), so the page words an overlap as "not shown"."""
+        ranked = [row.dic_interval for row in self.rows[:2] if row.dic_interval]
+        if len(ranked) < 2:
+            return None
+        (_, best_high), (next_low, _) = ranked
+        return best_high < next_low
 
 
 def leaderboard(*, question: Question, limit: int | None = None) -> Leaderboard:
@@ -225,6 +242,7 @@ def leaderboard(*, question: Question, limit: int | None = None) -> Leaderboard:
         evaluation = evaluations.get(latest[run.pk])
         figures = evaluation.figures if evaluation else {}
         bae_of = figures.get("bae", {})
+        bae_interval = figures.get("bae_interval", {})
         rows.append(
             LeaderboardRow(
                 name=f"{run.name} {run.version}",
@@ -235,6 +253,10 @@ def leaderboard(*, question: Question, limit: int | None = None) -> Leaderboard:
                 fleiss=figures.get("fleiss_pred"),
                 run=run,
                 evaluation=evaluation,
+                dic_interval=figures.get("dic_interval"),
+                bae_feature_interval=bae_interval.get("feature"),
+                bae_attention_interval=bae_interval.get("attention"),
+                n_items=figures.get("n_items"),
             )
         )
     rows.sort(key=lambda r: (r.dic is None, r.dic if r.dic is not None else 0.0))

@@ -200,6 +200,7 @@ def _figures_context(evaluation: ModelRunEvaluation) -> dict[str, Any]:
                 "kind": kind,
                 "title": MAP_TITLES[kind],
                 "bae": figures["bae"].get(kind),
+                "bae_interval": figures.get("bae_interval", {}).get(kind),
                 "truth": truth,
                 "model": model,
                 "left_out": len(ids) - len(pair["annotators"]),
@@ -221,4 +222,26 @@ def _figures_context(evaluation: ModelRunEvaluation) -> dict[str, Any]:
         "maps": maps,
         "per_annotator": per_annotator,
         "references": reference_rows(figures),
+        "outside": _outside(figures),
     }
+
+
+def _outside(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    """The figures that lie outside their own bootstrap interval, with the bootstrap's bias
+    (mean replicate minus figure): a distance near the end of its range (DIC near 0, BAE
+    near 1) from few items per pair, which sampling noise pushes away from that end."""
+    found = [("DIC", figures.get("dic"), figures.get("dic_interval"), figures.get("dic_bias"))]
+    for kind, label in (("feature", "BAE feature level"), ("attention", "BAE region level")):
+        found.append(
+            (
+                label,
+                figures.get("bae", {}).get(kind),
+                figures.get("bae_interval", {}).get(kind),
+                figures.get("bae_bias", {}).get(kind),
+            )
+        )
+    return [
+        {"label": label, "bias": bias}
+        for label, value, interval, bias in found
+        if value is not None and interval and not interval[0] <= value <= interval[1]
+    ]

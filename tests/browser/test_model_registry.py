@@ -77,6 +77,10 @@ def _register(min_overlap: int):
     return sim, run
 
 
+def _shown(value: float, interval: list[float]) -> str:
+    return f"{value:.3f} [{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
 def test_manager_reads_a_runs_figures_and_plots(open_page, sign_in, screenshot, registered_run):
     sim, run = registered_run
     figures = latest_evaluation(run=run).figures
@@ -94,9 +98,15 @@ def test_manager_reads_a_runs_figures_and_plots(open_page, sign_in, screenshot, 
 
     table.get_by_role("link", name="QuMAB-like v2").click()
     expect(page.get_by_role("heading", name="QuMAB-like v2")).to_be_visible()
-    expect(page.locator("#figure-dic")).to_have_text(f"{figures['dic']:.3f}")
-    expect(page.locator("#figure-bae-feature")).to_have_text(f"{figures['bae']['feature']:.3f}")
-    expect(page.locator("#figure-bae-region")).to_have_text(f"{figures['bae']['attention']:.3f}")
+    # each figure with its 95 % interval (item bootstrap)
+    expect(page.locator("#figure-dic")).to_have_text(
+        _shown(figures["dic"], figures["dic_interval"])
+    )
+    for level, kind in (("feature", "feature"), ("region", "attention")):
+        expect(page.locator(f"#figure-bae-{level}")).to_have_text(
+            _shown(figures["bae"][kind], figures["bae_interval"][kind])
+        )
+    expect(page.locator("#figure-evidence")).to_contain_text(f"{figures['n_items']} items")
     expect(page.get_by_role("img", name="Pairwise agreement of the predictions")).to_be_visible()
     expect(page.get_by_role("img", name="Annotators' pairwise agreement")).to_be_visible()
     expect(page.locator("svg.mr-heatmap rect[fill]")).to_have_count(2 * (64 + 6))

@@ -46,14 +46,38 @@ class BaselinesSerializer(serializers.Serializer):
     bae_uniform = serializers.FloatField(allow_null=True)
 
 
+INTERVAL_FIELD = serializers.ListField(
+    child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True
+)
+INTERVAL_HELP = (
+    "95 % percentile interval [low, high] from a bootstrap over the `n_items` items "
+    "(categorical runs; null for trace runs, evaluations from before intervals, or too "
+    "little data)."
+)
+
+
 class EvaluationSerializer(serializers.ModelSerializer):
     """The headline figures of one evaluation (matrices and maps stay on the run page)."""
 
     dic = serializers.SerializerMethodField(help_text="Zhang et al. Eq. 3; lower is better.")
+    dic_interval = serializers.SerializerMethodField(help_text=f"Of `dic`: {INTERVAL_HELP}")
     bae_feature = serializers.SerializerMethodField(
         help_text="Eq. 7 on features; higher is better."
     )
+    bae_feature_interval = serializers.SerializerMethodField(
+        help_text=f"Of `bae_feature` (the model's vectors held fixed): {INTERVAL_HELP}"
+    )
     bae_region = serializers.SerializerMethodField(help_text="Eq. 7 on attention vectors.")
+    bae_region_interval = serializers.SerializerMethodField(
+        help_text=f"Of `bae_region` (the model's vectors held fixed): {INTERVAL_HELP}"
+    )
+    n_items = serializers.SerializerMethodField(
+        help_text="Items with at least one (annotator, item) cell labelled and predicted: "
+        "the units the intervals resample."
+    )
+    n_cells = serializers.SerializerMethodField(
+        help_text="(annotator, item) cells with both a human answer and a prediction."
+    )
     accuracy_mean = serializers.SerializerMethodField(help_text="Categorical questions only.")
     accuracy = serializers.SerializerMethodField(help_text="Per annotator, in `annotators` order.")
     fleiss_kappa = serializers.SerializerMethodField(help_text="Fleiss' kappa of the predictions.")
@@ -68,8 +92,13 @@ class EvaluationSerializer(serializers.ModelSerializer):
             "computed_at",
             "n_annotations",
             "dic",
+            "dic_interval",
             "bae_feature",
+            "bae_feature_interval",
             "bae_region",
+            "bae_region_interval",
+            "n_items",
+            "n_cells",
             "accuracy_mean",
             "accuracy",
             "fleiss_kappa",
@@ -90,6 +119,26 @@ class EvaluationSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_bae_region(self, obj: ModelRunEvaluation) -> float | None:
         return obj.figures.get("bae", {}).get("attention")
+
+    @extend_schema_field(INTERVAL_FIELD)
+    def get_dic_interval(self, obj: ModelRunEvaluation) -> list[float] | None:
+        return obj.figures.get("dic_interval")
+
+    @extend_schema_field(INTERVAL_FIELD)
+    def get_bae_feature_interval(self, obj: ModelRunEvaluation) -> list[float] | None:
+        return obj.figures.get("bae_interval", {}).get("feature")
+
+    @extend_schema_field(INTERVAL_FIELD)
+    def get_bae_region_interval(self, obj: ModelRunEvaluation) -> list[float] | None:
+        return obj.figures.get("bae_interval", {}).get("attention")
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_n_items(self, obj: ModelRunEvaluation) -> int | None:
+        return obj.figures.get("n_items")
+
+    @extend_schema_field(serializers.IntegerField())
+    def get_n_cells(self, obj: ModelRunEvaluation) -> int:
+        return int(obj.figures.get("n_cells", 0))
 
     @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_accuracy_mean(self, obj: ModelRunEvaluation) -> float | None:

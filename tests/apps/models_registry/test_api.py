@@ -119,3 +119,20 @@ def test_unknown_extension_and_question_are_400(api_client, sim):
     assert response.status_code == 400
     assert "question" in response.json()
     assert not ModelRun.objects.exists()
+
+
+def test_evaluation_gives_dic_and_bae_intervals_with_the_evidence(api_client, sim, run):
+    _as(api_client, sim.study.created_by)
+    evaluation = api_client.get(_url(sim.study, run)).json()["evaluation"]
+    figures = run.evaluations.get().figures
+    assert evaluation["dic"] == 0.0
+    assert evaluation["dic_interval"] == figures["dic_interval"] == [0.0, 0.0]
+    assert evaluation["n_items"] == sim.ratings.shape[1]
+    assert evaluation["n_cells"] == sim.ratings.size
+    # no vectors were uploaded: no BAE and no interval
+    assert evaluation["bae_feature"] is None
+    assert evaluation["bae_feature_interval"] is None
+    assert evaluation["bae_region_interval"] is None
+    # the history endpoint serialises the same fields
+    (past,) = api_client.get(_url(sim.study, run) + "evaluations/").json()
+    assert past["dic_interval"] == [0.0, 0.0]

@@ -157,3 +157,52 @@ def test_a_constant_label_run_ranks_below_the_random_baseline(sim, register):
     assert figures["dic"] > figures["baselines"]["dic_random"]
     board = leaderboard(question=sim.question)
     assert [row.run.name for row in board.rows] == [oracle.name, constant.name]
+
+
+def _noisy(sim, share: float, seed: int = 0) -> np.ndarray:
+    """The annotators' own labels with ``share`` of them replaced by a random label."""
+    rng = np.random.default_rng(seed)
+    swap = rng.random(sim.ratings.shape) < share
+    return np.where(swap, rng.integers(0, 3, sim.ratings.shape), sim.ratings)
+
+
+def test_dic_and_bae_carry_item_bootstrap_intervals_and_evidence(sim, register, settings):
+    from analytics.metrics import dic_bae_bootstrap
+    from apps.models_registry.evaluation import BOOTSTRAP_REPLICATES, SEED
+
+    truth = _truth(sim, settings)
+    rng = np.random.default_rng(1)
+    vectors = vectors_with_cosine(truth)
+    features = vector_rows(sim, vectors + rng.normal(0.0, 0.3, vectors.shape))
+    codes = _noisy(sim, 0.3)
+    figures = _figures(register("noisy", codes, features=features))
+    n_items = sim.ratings.shape[1]
+    assert figures["n_items"] == n_items
+    assert figures["n_cells"] == sim.ratings.size
+    assert figures["interval"] == {
+        "method": "item bootstrap, percentile",
+        "n_boot": BOOTSTRAP_REPLICATES,
+        "confidence": 0.95,
+    }
+    low, high = figures["dic_interval"]
+    assert low <= figures["dic"] <= high
+    assert low < high
+    bae_low, bae_high = figures["bae_interval"]["feature"]
+    assert bae_low <= figures["bae"]["feature"] <= bae_high
+    assert "attention" not in figures["bae_interval"]  # no attention vectors uploaded
+    # the stored interval is the library's on the same answers and seed
+    again = dic_bae_bootstrap(
+        sim.ratings.astype(float),
+        codes.astype(float),
+        min_overlap=settings.QUALITY_MIN_OVERLAP,
+        n_boot=BOOTSTRAP_REPLICATES,
+        seed=SEED,
+    )
+    assert figures["dic"] == pytest.approx(again.dic.estimate, abs=1e-6)
+    assert figures["dic_interval"] == pytest.approx([again.dic.low, again.dic.high], abs=1e-6)
+
+
+def test_a_constant_label_run_stays_below_random_over_its_whole_interval(sim, register):
+    figures = _figures(register("constant", np.zeros_like(sim.ratings)))
+    low, high = figures["dic_interval"]
+    assert figures["baselines"]["dic_random"] < low <= figures["dic"] <= high

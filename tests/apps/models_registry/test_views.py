@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from analytics.metrics import pairwise_kappa
 from apps.models_registry.models import ModelRun, ModelRunEvaluation, Prediction
-from apps.models_registry.selectors import leaderboard
+from apps.models_registry.selectors import latest_evaluation, leaderboard
 from apps.models_registry.services import Upload, model_run_register
 from tests.apps.models_registry.simulation import (
     jsonl,
@@ -64,8 +64,10 @@ def test_run_page_shows_both_heatmaps_and_maps(client, sim, register, settings):
     page = client.get(reverse("models_registry:run", args=[sim.study.pk, run.pk])).content.decode()
     assert page.count('class="mr-heatmap"') == 2
     assert page.count('class="mr-map"') == 4  # feature level and predicted labels, two each
-    assert 'id="figure-dic">0.000<' in page
-    assert 'id="figure-bae-feature">1.000<' in page
+    # the oracle reproduces M in every resample: DIC 0 with the interval [0, 0]
+    assert 'id="figure-dic">0.000 <span class="mr-interval"' in page
+    assert "[0.000, 0.000]</span></dd>" in page
+    assert 'id="figure-bae-feature">1.000 <span class="mr-interval"' in page
     assert "&lt;svg" not in page
 
 
@@ -252,3 +254,60 @@ def test_compare_needs_two_runs_of_the_question(client, sim, register):
     response = client.get(url, {"run": [run.pk]}, follow=True)
     assert "Tick exactly two runs" in response.content.decode()
     assert client.get(url, {"run": [run.pk, 999999]}).status_code == 404
+
+
+def test_leaderboard_and_run_page_show_intervals_and_evidence(client, sim, register):
+    register("oracle", sim.ratings)
+    rng = np.random.default_rng(0)
+    noisy = np.where(rng.random(sim.ratings.shape) < 0.5, 0, sim.ratings)
+    run = register("noisy", noisy)
+    _login(client, sim.study.created_by)
+    url = reverse("models_registry:leaderboard", args=[sim.study.pk, "sentiment"])
+    page = client.get(url).content.decode()
+    figures = latest_evaluation(run=run).figures
+    low, high = figures["dic_interval"]
+    shown = (
+        f'{figures["dic"]:.3f} <span class="mr-interval" title="95 % interval (bootstrap over '
+        f'items)">[{low:.3f}, {high:.3f}]</span>'
+    )
+    assert shown in page
+    assert '<th scope="col" class="num">Items</th>' in page
+    assert f'<td class="num">{sim.ratings.shape[1]}</td>' in page
+    # the oracle's [0, 0] and the noisy run's interval are disjoint: the order is established
+    assert "The two best runs are distinguishable" in page
+    detail = client.get(
+        reverse("models_registry:run", args=[sim.study.pk, run.pk])
+    ).content.decode()
+    assert shown in detail
+    assert (
+        f"of the {sim.ratings.shape[1]} items ({sim.ratings.size} annotator–item cells)" in detail
+    )
+
+
+def test_leaderboard_says_when_the_two_best_runs_are_not_distinguishable(client, sim, register):
+    # two runs of the same quality (30 % of the labels replaced at random, other draws)
+    for seed in (1, 2):
+        rng = np.random.default_rng(seed)
+        swap = rng.random(sim.ratings.shape) < 0.3
+        register(f"noisy {seed}", np.where(swap, rng.integers(0, 3, swap.shape), sim.ratings))
+    board = leaderboard(question=sim.question)
+    (_, best_high), (next_low, _) = (row.dic_interval for row in board.rows)
+    assert next_low <= best_high
+    _login(client, sim.study.created_by)
+    url = reverse("models_registry:leaderboard", args=[sim.study.pk, "sentiment"])
+    page = client.get(url).content.decode()
+    assert "The two best runs are not shown to differ" in page
+
+
+def test_run_page_says_when_a_figure_lies_outside_its_interval(client, sim, register, settings):
+    # vectors whose cosines are the annotators' kappa matrix: BAE 1 on the data, and every
+    # resample's noisier kappa matrix lies farther from them, so the interval ends below 1
+    truth = pairwise_kappa(sim.ratings.astype(float), min_overlap=settings.QUALITY_MIN_OVERLAP)
+    run = register("oracle", sim.ratings, features=vector_rows(sim, vectors_with_cosine(truth)))
+    figures = latest_evaluation(run=run).figures
+    assert figures["bae_interval"]["feature"][1] < figures["bae"]["feature"]
+    assert figures["bae_bias"]["feature"] < 0
+    _login(client, sim.study.created_by)
+    page = client.get(reverse("models_registry:run", args=[sim.study.pk, run.pk])).content.decode()
+    assert "<strong>BAE feature level lies outside its own interval</strong>" in page
+    assert "<strong>DIC lies outside" not in page  # the oracle's DIC: 0 in [0, 0]
