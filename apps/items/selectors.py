@@ -84,7 +84,7 @@ def _figures(study: Study) -> dict[str, Any]:
     if study.questions.filter(kind=Question.Kind.PAIRWISE).exists():
         judged = Judgement.objects.filter(
             Q(item_a=OuterRef("pk")) | Q(item_b=OuterRef("pk")), retraction__isnull=True
-        )
+        ).data()
         answers = answers + _count(judged)
     labelled = Annotation.objects.filter(
         item=OuterRef("item"), question=OuterRef("question"), current_revision__label__isnull=False

@@ -41,9 +41,14 @@ def judgement_rows(
     left_out: Collection[int] = (),
 ) -> Iterator[dict[str, Any]]:
     """Every raw judgement of ``question`` (keys :data:`JUDGEMENT_SCHEMA`), by annotator and
-    sequence, read from the database in chunks; none of the annotators ``left_out`` (ids)."""
+    sequence, read from the database in chunks; none of the annotators ``left_out`` (ids).
+
+    The answers to hidden attention checks are no data and are left out (their outcome is in
+    the participants' gold accuracy: the payment file, the dashboard's *Attention checks*).
+    """
     judgements = (
         Judgement.objects.filter(question=question)
+        .data()
         .exclude(annotator_id__in=left_out)
         .select_related("annotator", "item_a", "item_b", "retraction")
         .order_by("annotator__username", "sequence")

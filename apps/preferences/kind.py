@@ -5,18 +5,24 @@ Registered once in ``settings.QUESTION_KINDS`` as ``apps.preferences.kind.PAIRWI
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from analytics.indicators import Derived, Indicator
 from analytics.intervals import IntervalSet
-from analytics.models import QualityState
+from analytics.models import QualitySnapshot, QualityState
 from apps.items.models import Item
 from apps.preferences import quality
 from apps.preferences.exporting import judgement_rows, score_rows
 from apps.preferences.forms import PairwiseSettingsForm
 from apps.preferences.models import clean_pairwise_settings
 from apps.preferences.selectors import item_judgements, judgement_progress
+from apps.recruitment.indicators import (
+    GOLD_ACCURACY,
+    gold_accuracy_publish,
+    with_attention_floor,
+)
 from apps.studies.kinds import QuestionKind
 from apps.studies.models import Label, Question
 from core.types import Account
@@ -27,7 +33,7 @@ class PairwiseKind(QuestionKind):
 
     key = Question.Kind.PAIRWISE.value
     label = Question.Kind.PAIRWISE.label
-    indicators = quality.INDICATORS
+    indicators = (*quality.INDICATORS, GOLD_ACCURACY)
     count = quality.JUDGEMENTS.key
     agreement = quality.OUTCOME_KAPPA.key
     study_figures = (quality.POOLED_TRANSITIVITY_KAPPA,)
@@ -82,14 +88,32 @@ class PairwiseKind(QuestionKind):
         (:func:`apps.preferences.quality.judgement_intervals`)."""
         return quality.judgement_intervals(question)
 
+    def publish_extras(
+        self,
+        derived: Derived,
+        *,
+        question: Question,
+        state: QualityState,
+        previous: QualitySnapshot | None,
+        item_ids: Sequence[int] | None,
+        rebuild: bool,
+        refresh: bool,
+    ) -> None:
+        """Accuracy on hidden gold-pair attention checks (:mod:`apps.preferences.checks`)."""
+        gold_accuracy_publish(derived, question=question)
+
     def indicators_for(self, question: Question) -> tuple[Indicator, ...]:
-        """The indicators with the question's own transitivity floor (``kappa_floor``)."""
+        """The indicators with the question's own transitivity floor (``kappa_floor``) and
+        the study's attention floor."""
         floor = clean_pairwise_settings(question.settings).kappa_floor
-        return tuple(
-            replace(spec, rule=replace(spec.rule, floor=floor))
-            if spec is quality.TRANSITIVITY_KAPPA and spec.rule is not None
-            else spec
-            for spec in self.indicators
+        return with_attention_floor(
+            tuple(
+                replace(spec, rule=replace(spec.rule, floor=floor))
+                if spec is quality.TRANSITIVITY_KAPPA and spec.rule is not None
+                else spec
+                for spec in self.indicators
+            ),
+            question=question,
         )
 
 

@@ -171,6 +171,14 @@ class JudgementQuerySet(models.QuerySet["Judgement"]):
         """The judgements not retracted (undone) by their annotator."""
         return self.filter(retraction__isnull=True)
 
+    def data(self) -> JudgementQuerySet:
+        """The judgements that are data: every one but the hidden attention checks."""
+        return self.exclude(phase=Judgement.Phase.CHECK)
+
+    def checks(self) -> JudgementQuerySet:
+        """The answers to hidden attention checks (gold pairs)."""
+        return self.filter(phase=Judgement.Phase.CHECK)
+
 
 class Judgement(models.Model):
     """One immutable answer to a pair: ``outcome`` 1 prefers ``item_a``, -1 ``item_b``, 0 a tie.
@@ -178,6 +186,12 @@ class Judgement(models.Model):
     An annotator's undo adds a :class:`Retraction` of the judgement; the judgement stays.
     ``side_a`` is the side ``item_a`` was shown on ("A", the left, or "B"); empty for judgements
     stored before sides were recorded.
+
+    ``phase`` is the scheduler's step the pair was asked for, or ``check``: a hidden attention
+    check (a recruited participant's answer to a gold pair with a known order,
+    :mod:`apps.preferences.checks`). A check is scored against its gold answer and is no data:
+    :meth:`JudgementQuerySet.data` leaves it out of the scheduler's replay, the quality
+    statistics, the scores and the exports.
     """
 
     class Outcome(models.IntegerChoices):
@@ -190,6 +204,7 @@ class Judgement(models.Model):
         SORT = "sort", "Sort"
         AUDIT = "audit", "Audit"
         VERIFY = "verify", "Verification"
+        CHECK = "check", "Attention check"
 
     class Side(models.TextChoices):
         A = "A", "A (left)"

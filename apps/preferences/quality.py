@@ -118,9 +118,12 @@ def _pair_code(judgement: Judgement) -> tuple[PairKey, int]:
 
 
 def _history(question_id: int, **filters: object) -> QuerySet[Judgement]:
-    """Judgements of a pairwise question with their retraction, if any, in one query."""
+    """Judgements of a pairwise question with their retraction, if any, in one query; the
+    answers to attention checks are no data (:meth:`~apps.preferences.models.JudgementQuerySet.
+    data`) and are left out, with their undos."""
     return (
         Judgement.objects.filter(question_id=question_id, **filters)
+        .data()
         .select_related("retraction")
         .order_by("annotator_id", "sequence")
     )
@@ -199,7 +202,9 @@ def _shared_pair_views(
     either = Q()
     for lo, hi in pairs:
         either |= Q(item_a_id=lo, item_b_id=hi) | Q(item_a_id=hi, item_b_id=lo)
-    sharing = Judgement.objects.filter(either, question_id=question_id).values("annotator_id")
+    sharing = (
+        Judgement.objects.filter(either, question_id=question_id).data().values("annotator_id")
+    )
     by_annotator: dict[int, list[Judgement]] = {}
     for judgement in _history(question_id, annotator_id__in=sharing).exclude(
         annotator_id=annotator_id
@@ -269,6 +274,7 @@ def _judgements_behind(question_id: int) -> dict[int, int]:
     behind, with how many of them it has not applied."""
     latest = dict(
         Judgement.objects.filter(question_id=question_id)
+        .data()
         .values("annotator_id")
         .annotate(last=Count("pk") + Count("retraction"))
         .values_list("annotator_id", "last")

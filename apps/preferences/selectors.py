@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, cast
 
 import numpy as np
@@ -31,6 +31,7 @@ from analytics.metrics.preferences import (
 )
 from apps.annotations.models import Assignment
 from apps.items.models import Item
+from apps.preferences.checks import CheckPlan, check_due, checked_slots, expected_checks
 from apps.preferences.models import (
     Judgement,
     PairSession,
@@ -89,6 +90,10 @@ class PairState:
     ``scheduler`` has replayed every judgement and chooses the next pair; once pruning stopped
     (``session.pruning_stopped_at``) it hands out every pair never asked, in an order fixed by
     the session's seed (:meth:`PairScheduler.stop_pruning`).
+
+    ``judgements`` are the scheduler's (the data); ``checks`` the answers to hidden attention
+    checks kept (:mod:`apps.preferences.checks`), and ``check`` is True when ``pending`` is a
+    check pair rather than the scheduler's. ``remaining`` counts the checks expected too.
     """
 
     session: PairSession
@@ -97,6 +102,8 @@ class PairState:
     scheduler: PairScheduler
     pending: Pair | None
     remaining: int
+    checks: list[JudgementRow] = field(default_factory=list)
+    check: bool = False
 
     @property
     def pruning(self) -> bool:
@@ -108,9 +115,19 @@ class PairState:
         return self.pending is None
 
     @property
+    def answered(self) -> int:
+        """Pairs answered and kept, attention checks included."""
+        return len(self.judgements) + len(self.checks)
+
+    @property
+    def last_answer(self) -> JudgementRow | None:
+        """The latest answer kept (an attention check's too): the one an undo takes back."""
+        return max((*self.judgements, *self.checks), key=lambda j: j.id, default=None)
+
+    @property
     def progress(self) -> dict[str, int]:
         """``{"done", "total", "percent"}`` with total = asked + estimated remaining."""
-        done = len(self.judgements)
+        done = self.answered
         total = done + self.remaining
         return {"done": done, "total": total, "percent": round(100 * done / total) if total else 0}
 
@@ -121,14 +138,22 @@ def replay_key(session: PairSession) -> Hashable:
 
 
 def pair_state(
-    *, session: PairSession, judgements: Sequence[JudgementRow] | None = None, keep: bool = True
+    *,
+    session: PairSession,
+    judgements: Sequence[JudgementRow] | None = None,
+    keep: bool = True,
+    plan: CheckPlan | None = None,
 ) -> PairState:
     """Bring the annotator's scheduler up to the stored judgements and find the pending pair.
 
     ``judgements`` (the session's, in sequence order) saves the query when a page has already
-    read them for every annotator. With ``keep`` the scheduler goes back to :data:`replays`
-    for the next request; a caller that records into ``state.scheduler`` passes False and keeps
-    it once the judgement is stored. ``session.items`` is read only when no scheduler is kept.
+    read them for every annotator. The scheduler replays only the judgements that are data:
+    answers to attention checks are set apart (``state.checks``). With ``plan`` (a recruited
+    participant's checks, :func:`~apps.preferences.checks.check_plan`) the pending pair is a
+    check pair where one is due (:func:`~apps.preferences.checks.check_due`). With ``keep``
+    the scheduler goes back to :data:`replays` for the next request; a caller that records
+    into ``state.scheduler`` passes False and keeps it once the judgement is stored.
+    ``session.items`` is read only when no scheduler is kept.
     Raises ``ValueError`` (from the scheduler) if the stored history does not replay, which
     would mean the session's items or settings were changed behind its back.
 
@@ -139,9 +164,11 @@ def pair_state(
     settings = session.pairwise_settings
     if judgements is None:
         judgements = _judgements_by_annotator(
-            question_id=session.question_id, annotator_id=session.annotator_id
+            question_id=session.question_id, annotator_id=session.annotator_id, checks=True
         ).get(session.annotator_id, [])
-    judgements = list(judgements)
+    kept = list(judgements)
+    judgements = [j for j in kept if j.phase != Judgement.Phase.CHECK]
+    checks = [j for j in kept if j.phase == Judgement.Phase.CHECK]
     history = [j.as_tuple() for j in judgements]
     stop = session.pruning_stopped_at
     key = replay_key(session)
@@ -167,6 +194,12 @@ def pair_state(
     remaining = scheduler.remaining_estimate() if pending else 0
     if not scheduler.adaptive:  # no pair is asked twice: the pairs never asked bound it
         remaining = min(remaining, math.comb(len(scheduler.items), 2) - len(judgements))
+    check = None
+    if plan is not None and pending is not None:
+        slot = len(judgements)
+        if slot not in checked_slots([j.phase for j in kept]):
+            check = check_due(plan, seed=session.seed, slot=slot, answered=len(checks))
+        remaining += expected_checks(plan, remaining) + (check is not None)
     if keep and len(scheduler.items) >= 2:  # sessions with fewer take up items assigned later
         replays.keep(key, scheduler)
     return PairState(
@@ -174,8 +207,10 @@ def pair_state(
         settings=settings,
         judgements=judgements,
         scheduler=scheduler,
-        pending=pending,  # type: ignore[arg-type]  # the scheduler hands back item ids
+        pending=check or pending,  # type: ignore[arg-type]  # the scheduler hands back ids
         remaining=remaining,
+        checks=checks,
+        check=check is not None,
     )
 
 
@@ -289,15 +324,17 @@ class AnnotatorReport:
 
 
 def _judgements_by_annotator(
-    *, question_id: int, annotator_id: int | None = None
+    *, question_id: int, annotator_id: int | None = None, checks: bool = False
 ) -> dict[int, list[JudgementRow]]:
     """A question's judgements not retracted, in one query (or one annotator's), per annotator,
-    in order."""
+    in order; the answers to attention checks only with ``checks``."""
     query = (
         Judgement.objects.filter(question_id=question_id)
         .kept()
         .order_by("annotator_id", "sequence")
     )
+    if not checks:
+        query = query.data()
     if annotator_id is not None:
         query = query.filter(annotator_id=annotator_id)
     grouped: dict[int, list[JudgementRow]] = defaultdict(list)
@@ -506,7 +543,7 @@ def batch_evidence(*, question: Question) -> tuple[Counter[int], Counter[int]]:
     for items in PairSession.objects.filter(question=question).values_list("items", flat=True):
         coverage.update(items)
     comparisons: Counter[int] = Counter()
-    kept = Judgement.objects.filter(question=question).kept()
+    kept = Judgement.objects.filter(question=question).kept().data()
     for side in ("item_a", "item_b"):
         counted = kept.values(side).annotate(n=Count("id")).values_list(side, "n")
         comparisons.update(dict(counted))
@@ -561,9 +598,11 @@ class ItemJudgement(NamedTuple):
 
 def item_judgements(*, question: Question, item: Item) -> list[ItemJudgement]:
     """Every judgement of ``question`` that showed ``item`` (retracted ones too, marked by
-    their ``retraction``), by annotator then sequence: the item page's pairwise card."""
+    their ``retraction``; attention checks left out), by annotator then sequence: the item
+    page's pairwise card."""
     judgements = (
         Judgement.objects.filter(Q(item_a=item) | Q(item_b=item), question=question)
+        .data()
         .select_related("annotator", "item_a", "item_b", "retraction")
         .order_by("annotator__username", "sequence")
     )

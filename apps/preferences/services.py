@@ -47,6 +47,7 @@ from django.utils import timezone
 
 from analytics.pipeline import quality_schedule
 from apps.annotations.models import Assignment
+from apps.preferences.checks import check_plan
 from apps.preferences.models import (
     Judgement,
     JudgementQuerySet,
@@ -140,13 +141,15 @@ def _session(*, question: Question, annotator: Account) -> PairSession:
 
 
 def _state(*, question: Question, annotator: Account, keep: bool = True) -> PairState:
-    """The annotator's state, outside any transaction (see the module docstring).
+    """The annotator's state, outside any transaction (see the module docstring), with a
+    recruited participant's hidden attention checks (:mod:`apps.preferences.checks`).
 
     A session with nothing to compare yet (fewer than two items, so no judgement to replay)
     first takes up the items assigned since.
     """
     session = _session(question=question, annotator=annotator)
-    state = pair_state(session=session, keep=keep)
+    plan = check_plan(question=question, annotator=annotator)
+    state = pair_state(session=session, keep=keep, plan=plan)
     if len(state.scheduler.items) < 2:
         items = _session_items(
             question=question,
@@ -157,7 +160,7 @@ def _state(*, question: Question, annotator: Account, keep: bool = True) -> Pair
         if len(items) > len(state.scheduler.items):
             PairSession.objects.filter(pk=session.pk).update(items=items)
             session.items = items
-            state = pair_state(session=session, keep=keep)
+            state = pair_state(session=session, keep=keep, plan=plan)
     return state
 
 
@@ -278,8 +281,9 @@ def _kept_history(stored: JudgementQuerySet) -> tuple[int, int | None]:
 
 
 def _history_of(state: PairState) -> tuple[int, int | None]:
-    """:func:`_kept_history` as ``state`` read it."""
-    return len(state.judgements), state.judgements[-1].id if state.judgements else None
+    """:func:`_kept_history` as ``state`` read it (attention checks included)."""
+    last = state.last_answer
+    return state.answered, last.id if last else None
 
 
 def _judgement_store(
@@ -293,7 +297,9 @@ def _judgement_store(
 ) -> Judgement | None:
     """Check the answer against ``state``, record it into the scheduler, then store it.
 
-    Returns None, storing nothing, if a judgement was stored since ``state`` was read.
+    The answer to an attention check (``state.check``) is stored with phase ``check`` and not
+    recorded into the scheduler: its pair stays the pending one. Returns None, storing
+    nothing, if a judgement was stored since ``state`` was read.
     """
     if state.pending is None:
         raise ValidationError("Your ranking is complete: there is no pair left to judge.")
@@ -305,8 +311,11 @@ def _judgement_store(
         )
     scheduler, session = state.scheduler, state.session
     before = len(scheduler.contradictions)
-    scheduler.record(item_a, item_b, outcome)
-    phase = Judgement.Phase(scheduler.judgements[-1].kind)
+    if state.check:
+        phase = Judgement.Phase.CHECK
+    else:
+        scheduler.record(item_a, item_b, outcome)
+        phase = Judgement.Phase(scheduler.judgements[-1].kind)
     judgement = Judgement(
         question_id=session.question_id,
         annotator_id=session.annotator_id,
@@ -320,7 +329,8 @@ def _judgement_store(
         idempotency_key=idempotency_key,
     )
     stopped_at = session.pruning_stopped_at
-    if scheduler.check_floor(state.settings.kappa_floor):  # kappa as consistency() computes it
+    # kappa as consistency() computes it; a check's answer is no data
+    if not state.check and scheduler.check_floor(state.settings.kappa_floor):
         stopped_at = len(scheduler.judgements)
     done = scheduler.next_pair() is None
     with transaction.atomic():
@@ -400,7 +410,7 @@ def judgement_retract(
         if judgement_id is not None and latest.pk != judgement_id:
             raise ValidationError("Only your latest judgement can be undone.")
         Retraction.objects.create(judgement=latest)
-        kept = stored.kept().count()
+        kept = stored.kept().data().count()  # pruning_stopped_at counts the scheduler's
         if session.pruning_stopped_at is not None and session.pruning_stopped_at > kept:
             session.pruning_stopped_at = None
         if session.completed_at is not None:

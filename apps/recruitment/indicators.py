@@ -1,8 +1,10 @@
 """The attention-check indicator: each annotator's accuracy on a question's hidden gold items.
 
 Declared like every indicator (:class:`~analytics.indicators.Indicator`) and listed by the
-categorical kind (label checks) and the continuous kind (gold-trace checks, passed when the
-trace's kappa_SDA with the truth reaches the study's trace threshold), so the dashboard shows
+categorical kind (label checks), the continuous kind (gold-trace checks, passed when the
+trace's kappa_SDA with the truth reaches the study's trace threshold) and the pairwise kind
+(gold pairs served among the scheduler's pairs, passed when the outcome is the known order),
+so the dashboard shows
 it as a column (only for questions with attention checks), the API and exports carry it
 with its interval and evidence, and the flag rules judge it: an annotator is flagged once the
 Wilson interval of their accuracy lies below the study's attention floor

@@ -17,6 +17,7 @@ from apps.annotations.models import Annotation, Assignment
 from apps.continuous.models import GoldSignal
 from apps.continuous.selectors import calibration_report
 from apps.items.models import Item
+from apps.preferences.models import Judgement
 from apps.recruitment.models import GoldAnswer, Participant, Recruitment, TrainingAnswer
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Question, Study
@@ -205,19 +206,24 @@ def gold_accuracy(*, study: Study, question: Question | None = None) -> dict[int
     in any round, right when it is the gold label. A trace check counts each current finished
     trace of its item, right when its kappa_SDA with the true signal (lag-corrected, as in
     :func:`~apps.continuous.selectors.calibration_report`) reaches the study's
-    ``trace_threshold``; an undefined kappa_SDA is a failed check. The interval is Wilson's
-    (:func:`wilson_interval`). Annotators without such answers are absent.
+    ``trace_threshold``; an undefined kappa_SDA is a failed check. A pair check counts each
+    kept answer to its pair served as a check (:mod:`apps.preferences.checks`), right when
+    its outcome, in the gold's orientation (sides swapped back), is the known one. The
+    interval is Wilson's (:func:`wilson_interval`). Annotators without such answers are
+    absent.
     """
     checks = GoldAnswer.objects.filter(item__study=study, use=GoldAnswer.Use.CHECK)
     if question is not None:
         checks = checks.filter(question=question)
     checks = checks.select_related("question")
-    labels = [g for g in checks if g.question.kind != Question.Kind.CONTINUOUS]
-    traces = [g for g in checks if g.question.kind == Question.Kind.CONTINUOUS]
+    by_kind: dict[str, list[GoldAnswer]] = defaultdict(list)
+    for gold in checks:
+        by_kind[gold.question.kind].append(gold)
     tally: dict[int, list] = defaultdict(lambda: ["", 0, 0])
     for annotator_id, username, right in (
-        *_label_check_outcomes(study=study, checks=labels),
-        *_trace_check_outcomes(study=study, checks=traces),
+        *_label_check_outcomes(study=study, checks=by_kind[Question.Kind.CATEGORICAL]),
+        *_trace_check_outcomes(study=study, checks=by_kind[Question.Kind.CONTINUOUS]),
+        *_pair_check_outcomes(study=study, checks=by_kind[Question.Kind.PAIRWISE]),
     ):
         entry = tally[annotator_id]
         entry[0] = username
@@ -246,6 +252,40 @@ def _label_check_outcomes(
         expected = gold.get((item_id, question_id))
         if expected is not None:
             yield annotator_id, username, value == expected
+
+
+def _pair_check_outcomes(
+    *, study: Study, checks: list[GoldAnswer]
+) -> Iterator[tuple[int, str, bool]]:
+    """(annotator id, name, right) of each kept answer to a gold pair of ``checks`` served
+    as an attention check: right when the outcome of the gold's item against ``versus``
+    (the stored outcome, negated when the gold's item was ``item_b``) is the known one."""
+    if not checks:
+        return
+    versus = dict(
+        Item.objects.filter(
+            study=study, external_id__in=[g.value["versus"] for g in checks]
+        ).values_list("external_id", "pk")
+    )
+    known: dict[tuple[int, int, int], tuple[int, int]] = {}  # (question, pair) -> item, outcome
+    for gold in checks:
+        other = versus.get(gold.value["versus"])
+        if other is not None:
+            lo, hi = sorted((gold.item_id, other))
+            known.setdefault((gold.question_id, lo, hi), (gold.item_id, gold.value["outcome"]))
+    rows = (
+        Judgement.objects.checks()
+        .kept()
+        .filter(question_id__in={question_id for question_id, _, _ in known})
+        .values_list("annotator_id", "annotator__username", "question_id", "item_a_id",
+                     "item_b_id", "outcome")
+    )  # fmt: skip
+    for annotator_id, username, question_id, item_a, item_b, outcome in rows:
+        lo, hi = sorted((item_a, item_b))
+        gold_pair = known.get((question_id, lo, hi))
+        if gold_pair is not None:
+            item, expected = gold_pair
+            yield annotator_id, username, (outcome if item_a == item else -outcome) == expected
 
 
 def _trace_check_outcomes(

@@ -206,7 +206,11 @@ def participant_training_finish(*, participant: Participant) -> Participant:
 
 
 def _package_items(*, recruitment: Recruitment, rng: random.Random) -> list[int]:
-    """Item ids of a new package: regular items least assigned so far, checks mixed in."""
+    """Item ids of a new package: regular items least assigned so far, checks mixed in.
+
+    Gold pairs are no items of the package: the comparison page mixes them among the pairs
+    (:mod:`apps.preferences.checks`).
+    """
     study = recruitment.study
     gold = GoldAnswer.objects.filter(item=OuterRef("pk"))
     regular = (
@@ -225,6 +229,7 @@ def _package_items(*, recruitment: Recruitment, rng: random.Random) -> list[int]
         raise ValidationError("Every item has all the answers it needs; thank you for coming.")
     checks = list(
         GoldAnswer.objects.filter(item__study=study, use=GoldAnswer.Use.CHECK)
+        .exclude(question__kind=Question.Kind.PAIRWISE)
         .values_list("item_id", flat=True)
         .distinct()
     )
@@ -334,17 +339,14 @@ def gold_answer_set(
 
     ``value`` is checked per kind (:func:`~apps.recruitment.scoring.gold_value_clean`):
     a label, a calibration pair's known order, or a gold trace (the item's known signal).
-    Labels and gold traces may be hidden attention checks; pairs are for training only.
+    Each may be a hidden attention check: a label or a gold trace is an item mixed into
+    packages, a pair is mixed among the scheduler's pairs (:mod:`apps.preferences.checks`).
     """
     if question.study_id != item.study_id:
         raise ValidationError({"question": "The question belongs to another study."})
     if use not in GoldAnswer.Use.values:
         raise ValidationError({"use": f"Use one of {', '.join(GoldAnswer.Use.values)}."})
     cleaned = gold_value_clean(item=item, question=question, value=value)
-    if use == GoldAnswer.Use.CHECK and question.kind == Question.Kind.PAIRWISE:
-        raise ValidationError(
-            {"use": "Attention checks are labels or gold traces; use pairs for training."}
-        )
     gold, _ = GoldAnswer.objects.update_or_create(
         item=item, question=question, defaults={"value": cleaned, "reason": reason, "use": use}
     )

@@ -23,12 +23,28 @@ class NextPairSerializer(serializers.Serializer):
 
 
 class JudgementSerializer(serializers.ModelSerializer):
+    """A judgement; to a recruited participant (``context["participant"]``) without its
+    ``phase``, which would tell a hidden attention check (phase ``check``) from other pairs."""
+
     retracted = serializers.SerializerMethodField(
         help_text="Undone by the annotator (the judgement stays, out of every computation)."
+    )
+    phase = serializers.ChoiceField(
+        choices=Judgement.Phase.choices,
+        allow_null=True,
+        read_only=True,
+        help_text="The scheduler's step the pair was asked for, or check: a hidden attention "
+        "check (a gold pair; no data). Null to recruited participants.",
     )
 
     def get_retracted(self, judgement: Judgement) -> bool:
         return hasattr(judgement, "retraction")
+
+    def to_representation(self, instance: Judgement) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if self.context.get("participant"):
+            data["phase"] = None
+        return data
 
     class Meta:
         model = Judgement

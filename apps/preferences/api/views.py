@@ -38,6 +38,7 @@ from apps.preferences.selectors import (
     question_scores,
 )
 from apps.preferences.services import judgement_record, judgement_retract, pair_next
+from apps.recruitment.selectors import participant_of_user
 from apps.studies.api.permissions import STUDY_PK, InStudyMixin, IsStudyAnnotator, IsStudyManager
 from apps.studies.models import Question
 
@@ -48,6 +49,12 @@ QUESTION_KEY = OpenApiParameter(
     description="The key of a pairwise question of the study.",
 )
 JUDGEMENT_FILTERS = {"study": "question__study_id", "question": "question_id"}
+
+
+def _viewer(request: Request) -> dict[str, bool]:
+    """Serializer context: whether the requesting user is a recruited participant (who is
+    shown no judgement's phase, so hidden attention checks stay hidden)."""
+    return {"participant": participant_of_user(user=request.user) is not None}
 
 
 def _finite(value: float) -> float | None:
@@ -117,7 +124,8 @@ class StudyPairViewSet(InStudyMixin, GenericViewSet):
             annotator=request.user,
             judgement_id=serializer.validated_data.get("judgement"),
         )
-        return Response(JudgementSerializer(judgement).data)
+        context = {**self.get_serializer_context(), **_viewer(request)}
+        return Response(JudgementSerializer(judgement, context=context).data)
 
     @extend_schema(responses={200: ScoresSerializer})
     @action(detail=True, methods=["get"], permission_classes=[IsAuthenticated, IsStudyManager])
@@ -165,6 +173,9 @@ class JudgementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Generic
             return Judgement.objects.none()
         return judgements_visible_to(user=self.request.user)
 
+    def get_serializer_context(self) -> dict[str, Any]:
+        return {**super().get_serializer_context(), **_viewer(self.request)}
+
     def filter_queryset(self, queryset: QuerySet[Judgement]) -> QuerySet[Judgement]:
         filters = JudgementFilterSerializer(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
@@ -205,6 +216,6 @@ class JudgementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Generic
             time_spent_ms=data.get("time_spent_ms"),
         )
         return Response(
-            JudgementSerializer(judgement).data,
+            JudgementSerializer(judgement, context=self.get_serializer_context()).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )

@@ -156,11 +156,9 @@ def test_a_bad_calibration_pair_is_refused(value, field_message):
     assert not GoldAnswer.objects.exists()
 
 
-def test_pair_gold_answers_are_for_training_only():
+def test_a_gold_pair_may_be_a_hidden_attention_check():
     _, question, _ = study_of(Question.Kind.PAIRWISE)
     value = {"versus": "s-1", "outcome": 1}
     item = Item.objects.get(external_id="s-0")
-    with pytest.raises(ValidationError, match="training") as caught:
-        gold_answer_set(item=item, question=question, value=value, use="check")
-    assert "use" in caught.value.message_dict
-    assert not GoldAnswer.objects.exists()
+    gold = gold_answer_set(item=item, question=question, value=value, use="check")
+    assert (gold.use, gold.value) == (GoldAnswer.Use.CHECK, value)
