@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.core.exceptions import ValidationError
 
 from apps.preferences.models import clean_pairwise_settings
 from apps.recruitment.models import GoldAnswer, Recruitment
 from apps.recruitment.questionnaire import questionnaire_form_class
-from apps.recruitment.services import RECRUITMENT_FIELDS
+from apps.recruitment.services import GOLD_USE_NONE, RECRUITMENT_FIELDS
 from apps.studies.models import Question
 from core.forms import ServiceFormMixin
 
@@ -102,3 +103,82 @@ class GoldSignalForm(ServiceFormMixin, forms.Form):
         widget=forms.ClearableFileInput(attrs={"accept": ".csv,.npy"}),
     )
     description = forms.CharField(max_length=300, required=False)
+
+
+class GoldUseForm(ServiceFormMixin, forms.Form):
+    """Make an item a hidden attention check or a training item of a question, or neither
+    (written by :func:`~apps.recruitment.services.gold_use_set`).
+
+    A gold trace's known answer is its item's signal; a pair's is given by ``versus`` and
+    ``outcome`` (empty: the known pair stays); any other known answer stays as it is.
+    """
+
+    item = forms.CharField(max_length=200, label="Item (external id)")
+    question = forms.ChoiceField(label="Question")
+    use = forms.ChoiceField(
+        choices=[
+            (GoldAnswer.Use.CHECK, "Attention check (hidden among the work)"),
+            (GoldAnswer.Use.TRAINING, "Training (answered first, with feedback)"),
+            (GOLD_USE_NONE, "None (a regular item again)"),
+        ],
+        initial=GoldAnswer.Use.CHECK,
+    )
+    reason = forms.CharField(
+        required=False,
+        max_length=1000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Why the answer is right; shown in training feedback.",
+    )
+    versus = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Pair: compared with (external id)",
+        help_text="Pairwise questions only; empty keeps the known pair.",
+    )
+    outcome = forms.TypedChoiceField(
+        required=False,
+        coerce=int,
+        empty_value=None,
+        label="Pair: the item is",
+        choices=[("", "—"), ("1", "better"), ("0", "equally good"), ("-1", "worse")],
+    )
+
+    def __init__(self, *args: Any, questions: list[Question], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.questions = {question.key: question for question in questions}
+        field = self.fields["question"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [
+            (question.key, f"{question.prompt} ({question.get_kind_display().lower()})")
+            for question in questions
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        question = self.questions.get(data.get("question", ""))
+        versus, outcome = data.get("versus"), data.get("outcome")
+        if (versus or outcome is not None) and question is not None:
+            if question.kind != Question.Kind.PAIRWISE:
+                self.add_error("versus", "Only a pairwise question compares two items.")
+            elif not versus:
+                self.add_error("versus", "Name the item the pair compares with.")
+            elif outcome is None:
+                self.add_error("outcome", "Give the pair's known order.")
+        return data
+
+    def chosen_question(self) -> Question:
+        return self.questions[self.cleaned_data["question"]]
+
+    def value(self) -> dict[str, Any] | None:
+        """The known answer given on the form (a pair), or ``None`` to keep or derive it."""
+        versus = self.cleaned_data.get("versus")
+        return {"versus": versus, "outcome": self.cleaned_data["outcome"]} if versus else None
+
+    def add_service_error(self, error: ValidationError) -> None:
+        """A pair's answer errors belong to ``versus``; other answers' above the form."""
+        if hasattr(error, "error_dict") and "value" in error.error_dict:
+            pairwise = self.chosen_question().kind == Question.Kind.PAIRWISE
+            moved = {"versus" if pairwise else "__all__": error.error_dict["value"]}
+            rest = {key: value for key, value in error.error_dict.items() if key != "value"}
+            error = ValidationError(moved | rest)
+        super().add_service_error(error)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.urls import reverse
 from django.utils import timezone
@@ -388,3 +388,20 @@ def payment_rows(*, study: Study) -> Iterator[list[object]]:
             round(float(gold.interval.estimate), 3) if gold else None,
             "yes" if row.bonus_eligible else "no",
         ]
+
+
+def gold_answers_of(*, study: Study) -> QuerySet[GoldAnswer]:
+    """The study's known answers (checks and training) in item order, each with its item's
+    ``item_external_id`` and its ``question_key`` (no item or question rows built): the
+    manager's list of gold items."""
+    return GoldAnswer.objects.filter(item__study=study).annotate(
+        item_external_id=F("item__external_id"), question_key=F("question__key")
+    )
+
+
+GOLD_KINDS = (Question.Kind.CATEGORICAL, Question.Kind.PAIRWISE, Question.Kind.CONTINUOUS)
+
+
+def gold_use_questions(*, study: Study) -> list[Question]:
+    """The study's questions that take known answers (labels, pairs, gold traces), in order."""
+    return list(study.questions.filter(kind__in=GOLD_KINDS).order_by("position", "id"))

@@ -378,3 +378,34 @@ def item_gold_signal_set(
     item.metadata = {**(item.metadata or {}), "signal": signal.key}
     item.save(update_fields=["metadata"])
     return signal
+
+
+GOLD_USE_NONE = "none"
+"""The use that takes an item's known answer away (it becomes a regular item again)."""
+
+
+@transaction.atomic
+def gold_use_set(
+    *, item: Item, question: Question, use: str, reason: str = "", value: Any = None
+) -> GoldAnswer | None:
+    """Make ``item`` a hidden check or a training item of ``question``, or neither (``none``).
+
+    ``value`` is the known answer (:func:`gold_answer_set` checks it); without one, a gold
+    trace's is read from the item's signal and any other item keeps the answer it has, so the
+    manager's page can change a check into training, or the reason, without restating it.
+    ``none`` removes the known answer; the item goes back among the regular items. Returns
+    the gold answer, or ``None`` after a removal.
+    """
+    if use == GOLD_USE_NONE:
+        GoldAnswer.objects.filter(item=item, question=question).delete()
+        return None
+    if value is None:
+        if question.kind == Question.Kind.CONTINUOUS:
+            value = {}  # the signal named by the item's metadata
+        elif (known := GoldAnswer.objects.filter(item=item, question=question).first()) is None:
+            raise ValidationError(
+                {"value": "This item has no known answer to this question yet; give one."}
+            )
+        else:
+            value = known.value
+    return gold_answer_set(item=item, question=question, value=value, reason=reason, use=use)

@@ -14,4 +14,5 @@ urlpatterns = [
     path("studies/<int:study_id>/recruitment/", views.manage, name="manage"),
     path("studies/<int:study_id>/recruitment/payments.csv", views.payments, name="payments"),
     path("studies/<int:study_id>/recruitment/gold-signal/", views.gold_signal, name="gold_signal"),
+    path("studies/<int:study_id>/recruitment/gold-use/", views.gold_use, name="gold_use"),
 ]

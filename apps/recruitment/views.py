@@ -22,6 +22,7 @@ from apps.continuous.selectors import green_signal_for_item
 from apps.recruitment.forms import (
     OUTCOME_NAMES,
     GoldSignalForm,
+    GoldUseForm,
     RecruitmentForm,
     TrainingAnswerForm,
     consent_form,
@@ -36,8 +37,10 @@ from apps.recruitment.models import (
 )
 from apps.recruitment.selectors import (
     gold_accuracy,
+    gold_answers_of,
     gold_signal_items,
     gold_signals_of,
+    gold_use_questions,
     package_of,
     participant_of,
     participant_of_user,
@@ -50,6 +53,8 @@ from apps.recruitment.selectors import (
     training_versus,
 )
 from apps.recruitment.services import (
+    GOLD_USE_NONE,
+    gold_use_set,
     item_gold_signal_set,
     participant_consent,
     participant_enter,
@@ -397,6 +402,7 @@ def _manage_page(
     *,
     form: RecruitmentForm,
     signal_form: GoldSignalForm,
+    gold_form: GoldUseForm | None = None,
 ) -> HttpResponse:
     context: dict[str, Any] = {
         "study": study,
@@ -426,8 +432,71 @@ def _manage_page(
                 for row in gold_accuracy(study=study).values()
             ],
         }
-    status = max(form.http_status, signal_form.http_status)
+    gold_form = gold_form or GoldUseForm(questions=gold_use_questions(study=study))
+    context |= _gold_uses(request, study, gold_form)
+    status = max(form.http_status, signal_form.http_status, gold_form.http_status)
     return render(request, "recruitment/manage.html", context, status=status)
+
+
+GOLD_PAGE_SIZE = 50  # gold items per page of the manager's list
+
+
+def _gold_uses(request: HttpRequest, study: Study, form: GoldUseForm) -> dict[str, Any]:
+    """The gold section of the manager's page: the form and a page of the gold items."""
+    gold = Paginator(gold_answers_of(study=study), GOLD_PAGE_SIZE)
+    return {"study": study, "gold_form": form, "gold_page": gold.get_page(request.GET.get("gold"))}
+
+
+@login_required
+@require_POST
+def gold_use(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Make an item a hidden check or a training item, or neither (the form on the manager's
+    page; with htmx the gold section is swapped in place, errors with 422)."""
+    study = managed_study(request, study_id)
+    form = GoldUseForm(request.POST, questions=gold_use_questions(study=study))
+    done = ""
+    if form.is_valid():
+        data = form.cleaned_data
+        item = study.items.filter(external_id=data["item"]).first()
+        if item is None:
+            form.add_error("item", f"No item {data['item']!r} in this study.")
+        else:
+            question = form.chosen_question()
+            form.apply(
+                gold_use_set,
+                item=item,
+                question=question,
+                use=data["use"],
+                reason=data["reason"],
+                value=form.value(),
+            )
+            if not form.errors:
+                use = dict(form.fields["use"].choices)[data["use"]]
+                done = f"{item.external_id}, {question.key}: {use.split(' (')[0].lower()}."
+                if data["use"] == GOLD_USE_NONE:
+                    done = f"{item.external_id} is no gold item of {question.key} any more."
+    if not request.htmx:
+        if done:
+            messages.success(request, done)
+            return redirect(reverse("recruitment:manage", args=[study.pk]) + "#gold-uses")
+        recruitment = Recruitment.objects.filter(study=study).first()
+        initial = model_to_dict(
+            recruitment or Recruitment(study=study), RecruitmentForm.Meta.fields
+        )
+        return _manage_page(
+            request,
+            study,
+            recruitment,
+            form=RecruitmentForm(initial=initial),
+            signal_form=GoldSignalForm(),
+            gold_form=form,
+        )
+    if done:
+        messages.success(request, done)  # shown out of band in the page's message area
+        form = GoldUseForm(questions=gold_use_questions(study=study))
+    context = _gold_uses(request, study, form) | {"gold_done": done}
+    status = 422 if done == "" else 200
+    return render(request, "recruitment/manage.html#gold_uses", context, status=status)
 
 
 @login_required
