@@ -1,13 +1,16 @@
 """Training on calibration pairs and on a gold trace, in a real browser: a participant of a
-pairwise-only study compares a pair with a known order and sees the feedback, qualifies, and is
-sent to the comparisons; a participant of a trace study follows a green stimulus with the
-slider and sees their kappa_SDA against the truth; on an audio gold trace the participant
-hears the audio (the signal is only the known answer) and the slider follows its clock.
+pairwise-only study compares a pair with a known order and sees the feedback, qualifies, is
+sent to the comparisons and meets hidden check pairs among them; a participant of a trace
+study follows a green stimulus with the slider and sees their kappa_SDA against the truth; on
+an audio gold trace the participant hears the audio (the signal is only the known answer) and
+the slider follows its clock.
 
 Screenshots land in ``test-artifacts/``.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -18,10 +21,13 @@ from apps.continuous.services import gold_signal_save
 from apps.demo.continuous import tone_sweep_wav
 from apps.items.models import Item
 from apps.items.services import items_bulk_create
+from apps.preferences.models import Judgement
 from apps.recruitment.models import Participant, TrainingAnswer
+from apps.recruitment.selectors import gold_accuracy
 from apps.recruitment.services import gold_answer_set, item_gold_signal_set, recruitment_update
 from apps.studies.models import Question, Study
 from apps.studies.services import question_create, study_set_status
+from tests.browser.test_preferences import WAIT_FOR_NEXT, shown_pair
 from tests.factories import StudyFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -37,9 +43,8 @@ def open_study(kind: str, rows: list[dict], **settings):
     )
     items_bulk_create(study=study, rows=rows)
     study_set_status(study=study, status=Study.Status.RUNNING)
-    recruitment = recruitment_update(
-        study=study, is_open=True, items_per_participant=3, check_rate=0.0, **settings
-    )
+    options = {"items_per_participant": 3, "check_rate": 0.0, **settings}
+    recruitment = recruitment_update(study=study, is_open=True, **options)
     return study, question, recruitment
 
 
@@ -50,10 +55,16 @@ def arrive(open_page, recruitment, pid: str):
     return page
 
 
-def test_pairwise_training_shows_the_expected_order_and_qualifies(open_page, screenshot):
+def test_pairwise_training_shows_the_expected_order_and_qualifies(
+    open_page, screenshot, pinned_pair_seed
+):
     rows = [{"external_id": f"s-{n}", "text": text} for n, text in enumerate(SENTENCES)]
+    rows += [  # a hidden check pair: "c-4" reads better than "c-5"
+        {"external_id": "c-4", "text": "The sun rose."},
+        {"external_id": "c-5", "text": "Rose sun the."},
+    ]
     study, question, recruitment = open_study(
-        Question.Kind.PAIRWISE, rows, qualification_threshold=0.5
+        Question.Kind.PAIRWISE, rows, qualification_threshold=0.5, check_rate=1.0
     )
     items = {item.external_id: item for item in Item.objects.filter(study=study)}
     gold_answer_set(
@@ -69,6 +80,12 @@ def test_pairwise_training_shows_the_expected_order_and_qualifies(open_page, scr
         value={"versus": "s-3", "outcome": 1},
         reason="B is not a sentence",
         use="training",
+    )
+    gold_answer_set(
+        item=Item.objects.get(external_id="c-4"),
+        question=question,
+        value={"versus": "c-5", "outcome": 1},
+        use="check",
     )
     page = arrive(open_page, recruitment, "pair1")
     expect(page.locator(".pair__item").first).to_contain_text("The cat sat on the mat.")
@@ -91,6 +108,29 @@ def test_pairwise_training_shows_the_expected_order_and_qualifies(open_page, scr
     expect(page).to_have_url(f"/studies/{study.pk}/compare/q/", timeout=20_000)
     participant = Participant.objects.get()
     assert (participant.status, participant.training_score) == (Status.WORKING, 0.5)
+
+    # the work: at check rate 1, a hidden check pair comes before each scheduler pair, on
+    # random sides, looking like any other pair
+    shapes: dict[bool, set[str]] = {True: set(), False: set()}
+    answers = 0
+    while page.locator("[data-compare-form]").count():
+        a, b = shown_pair(page)
+        check = {a, b} == {"c-4", "c-5"}
+        pair = page.locator(".pair").evaluate("e => e.outerHTML")
+        shapes[check].add(re.sub(r'>[^<]*<|"[^"]*"', "", pair))  # markup without texts, values
+        ticket = page.locator("input[name=ticket]").input_value()
+        page.keyboard.press("ArrowRight" if b == "c-4" else "ArrowLeft")  # checks answered right
+        page.wait_for_function(WAIT_FOR_NEXT, arg=ticket)
+        answers += 1
+        assert answers < 20
+    expect(page.get_by_role("heading", name="ranking is complete")).to_be_visible()
+    assert answers >= 4  # at least two checks met
+    assert shapes[True] == shapes[False]
+    assert "check" not in page.content().lower()
+    stored = Judgement.objects.filter(annotator=participant.user)
+    assert stored.checks().count() == stored.data().count() == answers / 2
+    accuracy = gold_accuracy(study=study)[participant.user_id]
+    assert (accuracy.correct, accuracy.checked) == (answers / 2, answers / 2)
 
 
 def test_trace_training_scores_the_slider_against_the_true_signal(open_page, screenshot):
