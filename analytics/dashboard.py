@@ -18,8 +18,9 @@ from django.contrib.auth import get_user_model
 
 from analytics.config import QualityConfig, quality_config
 from analytics.indicators import Indicator, StudyFigure
-from analytics.intervals import evidence_text, freshness, interval_text
+from analytics.intervals import _entry, evidence_text, freshness, interval_text
 from analytics.metrics.outliers import landis_koch_band
+from analytics.metrics.uncertainty import median_interval
 from analytics.models import Exclusion, Flag, QualitySnapshot
 from analytics.pipeline import answers_waiting
 from analytics.plotting import (
@@ -90,6 +91,16 @@ def _study_text(figure: StudyFigure, study: Mapping[str, Any]) -> str:
     if entry is None:
         return fmt(study[figure.key], figure.format)
     return f"{interval_text(entry, figure.format)}; {evidence_text(entry, figure.evidence)}"
+
+
+def _median_text(values: list[float | None], spec: Indicator) -> str:
+    """The annotators' median of an indicator with its order-statistic interval and the
+    annotators it counts: "0.52 [0.31, 0.66]; 8 annotators" (no bounds below 6 of them)."""
+    found = median_interval(np.array([np.nan if v is None else v for v in values], dtype=float))
+    if found.n == 0:
+        return "–"
+    entry = _entry(*(float(part) for part in found[:4]))
+    return f"{interval_text(entry, spec.format)}; {evidence_text(entry, 'annotators')}"
 
 
 def _cell(
@@ -224,7 +235,7 @@ def dashboard_context(
                 _trend(
                     figure.label,
                     [p["indicators"].get("study", {}).get(figure.key) for p in history],
-                    fmt(study_figures[figure.key], figure.format),
+                    _study_text(figure, study_figures),
                 )
                 for figure in shown
                 if figure.headline
@@ -232,7 +243,7 @@ def dashboard_context(
             _trend(
                 f"Median {agreement.label[0].lower()}{agreement.label[1:]}",
                 [median_of(p["indicators"], agreement.key) for p in history],
-                fmt(median_of(indicators, agreement.key), agreement.format),
+                _median_text(_series(indicators, agreement.key), agreement),
             ),
             _trend(
                 "Ratings",

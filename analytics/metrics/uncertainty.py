@@ -83,6 +83,7 @@ __all__ = [
     "kappa_standard_error",
     "kappa_with_others",
     "kappa_with_others_bootstrap",
+    "median_interval",
     "normal_interval",
     "transitivity_kappa_interval",
     "transitivity_kappa_jackknife",
@@ -1365,6 +1366,63 @@ def wilson_interval(successes: ArrayLike, n: ArrayLike, *, confidence: float = 0
     high = np.where((s == trials) & (trials > 0), 1.0, centre + half)
     count = int(trials) if trials.ndim == 0 else trials
     return Interval(_scalar(p), _scalar(low), _scalar(high), count)
+
+
+def median_interval(values: ArrayLike, *, confidence: float = 0.95) -> Interval:
+    r"""The median of a sample with its distribution-free order-statistic interval.
+
+    Parameters
+    ----------
+    values : array_like of shape (n,)
+        The sample (e.g. one figure of every annotator); nan entries are left out.
+    confidence : float
+        Least two-sided coverage.
+
+    Returns
+    -------
+    Interval
+        ``estimate`` = the median, ``low``/``high`` = the order statistics
+        :math:`x_{(k)}, x_{(n - k + 1)}` (nan when no pair of them reaches ``confidence``:
+        fewer than 6 values at 95 %), ``n`` = values counted. nan estimate without values.
+
+    Notes
+    -----
+    Each value lies below the population median with probability 1/2, so the number below it
+    is :math:`\mathrm{Bin}(n, 1/2)` and
+
+    .. math:: P\big(x_{(k)} \le m \le x_{(n-k+1)}\big) = 1 - 2 P(\mathrm{Bin}(n, 1/2) \le k - 1)
+
+    whatever the distribution (continuous); the largest :math:`k` with coverage at least
+    ``confidence`` is used, so the interval is conservative (coverage moves in the
+    binomial's steps: 96.9 % for n = 6 with k = 1, 97.9 % for n = 10 with k = 2). It treats
+    the values as independent draws and each as exact: an annotator's own estimation error
+    is not in it.
+
+    References
+    ----------
+    Thompson, W. R. (1936). On confidence ranges for the median and other expectation
+    distributions for populations of unknown distribution form. Annals of Mathematical
+    Statistics 7(3), 122-128. doi:10.1214/aoms/1177732502
+
+    Examples
+    --------
+    >>> res = median_interval([0.2, 0.5, 0.4, 0.9, 0.1, 0.6, 0.3])
+    >>> res.estimate, res.low, res.high, res.n
+    (0.4, 0.1, 0.9, 7)
+    """
+    x = np.sort(np.asarray(values, dtype=np.float64).ravel())
+    x = x[~np.isnan(x)]
+    n = x.size
+    _z(confidence)
+    if n == 0:
+        return Interval(math.nan, math.nan, math.nan, 0)
+    k = np.arange(1, n // 2 + 1)  # candidate (x_(k), x_(n-k+1)), widest first
+    coverage = 1.0 - 2.0 * stats.binom.cdf(k - 1, n, 0.5)
+    good = k[coverage >= confidence]
+    if good.size == 0:
+        return Interval(float(np.median(x)), math.nan, math.nan, n)
+    best = int(good.max())
+    return Interval(float(np.median(x)), float(x[best - 1]), float(x[n - best]), n)
 
 
 def mean_t_interval(

@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 from scipy import stats as scipy_stats
 
-from analytics.intervals import freshness, interval_text
+from analytics.intervals import evidence_text, freshness, interval_text
 from analytics.models import Flag, QualitySnapshot
 from analytics.publishing import quality_publish
 from apps.annotations.exporting import provenance
@@ -234,3 +234,24 @@ def test_study_figure_before_its_interval_counts_answers_not_items(db, client):
     assert (alpha["evidence"], alpha["unit"]) == (36, "answers")
     record = provenance(study=study, curated=False, include_history=False, fmt="csv")
     assert record["quality"][question.key]["study"]["alpha"]["unit"] == "answers"
+
+
+def test_over_time_card_gives_the_median_and_alpha_their_intervals(db, settings, client):
+    """The "Over time" card's study-wide figures: the annotators' median kappa with its
+    order-statistic interval (6 annotators: the smallest and largest value, 96.9 %) and the
+    annotators it counts; alpha as in the summary, with its interval and items."""
+    settings.QUALITY_INTERVAL_SECONDS = 120
+    settings.QUALITY_MIN_EVIDENCE = 1
+    study, annotators = running_study(n_items=15, n_annotators=6)
+    _answer(study, annotators, random_last=True)
+    question = study.questions.get()
+    stored = QualitySnapshot.objects.filter(question=question).latest("updated_at").indicators
+    kappas = sorted(v for v in stored["values"]["cohen_kappa"] if v is not None)
+    assert len(kappas) == 6
+    client.force_login(study.created_by)
+    html = client.get(reverse("analytics:dashboard", args=[study.pk])).content.decode()
+    trends = html[html.index('id="quality-trends"') :]
+    median = (kappas[2] + kappas[3]) / 2
+    assert f"{median:.2f} [{kappas[0]:.2f}, {kappas[-1]:.2f}]; 6 annotators" in trends
+    alpha = stored["study"]["intervals"]["study"]["alpha"]
+    assert f"{interval_text(alpha)}; {evidence_text(alpha, 'items')}" in trends

@@ -44,6 +44,7 @@ from analytics.metrics import (
     label_skew_bootstrap,
     mean_bootstrap,
     mean_t_interval,
+    median_interval,
     normal_interval,
     pairwise_confusion,
     pairwise_kappa,
@@ -771,3 +772,44 @@ def test_label_skew_bootstrap_replicates_are_the_skew_of_resampled_items():
             result.replicates[b], _skew_direct(resampled, 3), atol=1e-12, equal_nan=True
         )
     assert result.low[3] > result.high[0]  # the skewed annotator stands apart
+
+
+# --- median of a sample: order-statistic interval -------------------------------------------------
+
+
+def test_median_interval_takes_the_order_statistics_a_binomial_count_allows():
+    """Against the definition counted by hand: the largest k with 1 - 2 P(Bin(n, 1/2) <= k-1)
+    >= 0.95 (exact binomial sums), bounds x_(k) and x_(n-k+1); none below 6 values."""
+    rng = np.random.default_rng(40)
+    for n in range(1, 31):
+        x = rng.standard_normal(n)
+        x[rng.random(n) < 0.1] = np.nan
+        kept = np.sort(x[~np.isnan(x)])
+        m = kept.size
+        res = median_interval(x)
+        assert res.n == m
+        if m == 0:
+            assert math.isnan(res.estimate)
+            continue
+        assert res.estimate == pytest.approx(float(np.median(kept)))
+        fine = [
+            k
+            for k in range(1, m // 2 + 1)
+            if 1 - 2 * sum(math.comb(m, j) for j in range(k)) / 2**m >= 0.95
+        ]
+        if not fine:
+            assert m < 6
+            assert math.isnan(res.low)
+            assert math.isnan(res.high)
+        else:
+            assert (res.low, res.high) == (kept[max(fine) - 1], kept[m - max(fine)])
+
+
+def test_median_interval_covers_the_population_median_of_a_skewed_sample():
+    """2,000 samples of 20 from a lognormal: k = 6 gives 95.9 % coverage by the binomial."""
+    rng = np.random.default_rng(41)
+    hits = 0
+    for _ in range(2000):
+        res = median_interval(rng.lognormal(0.0, 1.0, 20))
+        hits += res.low <= 1.0 <= res.high  # the population median is e^0 = 1
+    assert 0.945 <= hits / 2000 <= 0.972
