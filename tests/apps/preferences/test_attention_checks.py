@@ -24,6 +24,7 @@ from apps.preferences.models import Judgement, PairSession
 from apps.preferences.selectors import (
     annotator_reports,
     consistency,
+    judgement_progress,
     pair_state,
     question_scores,
     replays,
@@ -379,3 +380,13 @@ def test_the_payment_file_counts_pair_checks(pinned_pair_seed):
         1.0,
     )
     assert (row["items_done"], row["items_total"]) == (N_REGULAR, N_REGULAR)
+
+
+def test_progress_counts_checks_as_the_comparison_page_does(pinned_pair_seed):
+    study, question = checks_study(check_rate=0.5)
+    participant = working(study, "P1")
+    served = judge_all(question, participant.user, by_position(study), limit=7)
+    assert any(check for _, _, check in served)
+    page = pair_next(question=question, annotator=participant.user).progress
+    assert page["done"] == 7
+    assert judgement_progress(question=question, annotator=participant.user) == page
