@@ -193,7 +193,7 @@ def _read_gold(
 ) -> list[RowError]:
     """Put the row's gold answers (if any) in ``into``; return the problems found."""
     try:
-        specs = gold_read(row.data, questions=questions)
+        specs = gold_read(row.data, questions=questions, line=row.line)
     except ValidationError as exc:
         return [RowError(row.line, "gold", message) for message in exc.messages]
     if specs:

@@ -10,8 +10,16 @@ from django.db import transaction
 from django.db.models import Max
 
 from apps.annotations.services import assignments_fill
-from apps.items.importing import RawRow, clean_rows, parse_items
+from apps.items.importing import (
+    MAX_ERRORS,
+    ItemImportError,
+    RawRow,
+    RowError,
+    clean_rows,
+    parse_items,
+)
 from apps.items.models import Item
+from apps.recruitment.gold import GoldImportError, GoldSpec
 from apps.recruitment.services import gold_answers_store
 from apps.studies.models import Study
 
@@ -62,6 +70,7 @@ def _items_write(
     last = study.items.aggregate(last=Max("position"))["last"]
     position = 0 if last is None else last + 1
     created = updated = 0
+    gold: dict[str, list[GoldSpec]] = {}
     for batch in clean_rows(rows, study=study, files=files):
         for item in batch.new:
             item.position = position
@@ -71,10 +80,15 @@ def _items_write(
             # One UPDATE each: several times faster than bulk_update's CASE expressions for
             # thousands of rows, and save() stores newly attached uploads.
             item.save(update_fields=UPDATED_FIELDS)
-        if batch.gold:
-            gold_answers_store(study=study, gold=batch.gold)
+        gold |= batch.gold
         created += len(batch.new)
         updated += len(batch.changed) + batch.unchanged
+    if gold:  # once every item is stored: a pair may name the item of a later line
+        try:
+            gold_answers_store(study=study, gold=gold)
+        except GoldImportError as exc:
+            errors = [RowError(line, "gold", message) for line, message in exc.rows]
+            raise ItemImportError(errors[:MAX_ERRORS], truncated=len(errors) > MAX_ERRORS) from None
     if created and study.is_running:
         assignments_fill(study=study)
     return ImportSummary(created=created, updated=updated)

@@ -26,7 +26,7 @@ from apps.annotations.models import Assignment
 from apps.continuous.models import GoldSignal
 from apps.continuous.services import gold_signal_save
 from apps.items.models import Item
-from apps.recruitment.gold import GoldSpec
+from apps.recruitment.gold import GoldImportError, GoldSpec
 from apps.recruitment.models import GoldAnswer, Participant, Recruitment, TrainingAnswer
 from apps.recruitment.scoring import gold_value_clean, training_answer_score
 from apps.studies.models import Membership, Question, Study
@@ -310,7 +310,11 @@ def participants_release_expired(*, study: Study, now: Any = None) -> int:
 def gold_answers_store(*, study: Study, gold: Mapping[str, list[GoldSpec]]) -> int:
     """Create or replace the gold answers of imported items, by external id.
 
-    Rows without a gold answer leave an item's gold as it was. Returns the answers written.
+    Each answer goes through :func:`gold_answer_set` (a pair's other item must be an item of
+    the study by now, so this runs after every item of the import is stored). Answers it
+    refuses raise :class:`~apps.recruitment.gold.GoldImportError` naming each one's line,
+    after all were tried; the caller's transaction then writes nothing. Rows without a gold
+    answer leave an item's gold as it was. Returns the answers written.
     """
     items = dict(
         Item.objects.filter(study=study, external_id__in=list(gold)).values_list(
@@ -318,16 +322,23 @@ def gold_answers_store(*, study: Study, gold: Mapping[str, list[GoldSpec]]) -> i
         )
     )
     count = 0
+    refused: list[tuple[int, str]] = []
     for external_id, specs in gold.items():
         for spec in specs:
-            gold_answer_set(
-                item=Item(pk=items[external_id], study=study),
-                question=spec.question,
-                value=spec.value,
-                reason=spec.reason,
-                use=spec.use,
-            )
-            count += 1
+            try:
+                gold_answer_set(
+                    item=Item(pk=items[external_id], study=study),
+                    question=spec.question,
+                    value=spec.value,
+                    reason=spec.reason,
+                    use=spec.use,
+                )
+            except ValidationError as exc:
+                refused += [(spec.line, f"{spec.question.key}: {m}") for m in exc.messages]
+            else:
+                count += 1
+    if refused:
+        raise GoldImportError(refused)
     return count
 
 
