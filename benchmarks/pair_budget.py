@@ -2,8 +2,12 @@
 
 A simulated crowd ranks ``--items`` items with a hidden strict order. Annotators arrive one at
 a time; each ranks a batch of ``--batch`` items drawn by
-:func:`apps.preferences.scheduling.batch_draw` (least covered items, then least compared) with
-the shipped scheduler (adaptive, 10 calibration triplets, audit rate 0.1), answering the truth
+:func:`apps.preferences.scheduling.batch_draw` (least covered items, then the least certain:
+largest standard error of the pooled fit after the previous annotator once its comparison graph
+is strongly connected, fewest judgements before, as the studio's
+:func:`~apps.preferences.selectors.batch_uncertainty` reads its stored fit; beside it the same
+crowd with batches always favouring the least compared items, the rule this replaced) with the
+shipped scheduler (adaptive, 10 calibration triplets, audit rate 0.1), answering the truth
 except for their own share of flipped answers (0 to 15 %); one annotator is adversarial and
 answers every pair reversed (consistently: transitivity cannot catch them). After each
 annotator the question's pooled ranking is refitted as the results page does (Bradley-Terry
@@ -13,7 +17,10 @@ random pairs with the same budget: as many judgements, each between two items dr
 from the whole pool and answered by an annotator of the same crowd.
 
     .venv/bin/python -m benchmarks.pair_budget [--items 1000] [--batch 50] [--annotators 80]
-        [--svg docs/pairwise_budget.svg]
+        [--seeds 1] [--svg docs/pairwise_budget.svg]
+
+Both batch designs see the same crowd (error rates) and start from the same random stream;
+``--seeds`` averages over several crowds.
 """
 
 from __future__ import annotations
@@ -22,8 +29,9 @@ import argparse
 import os
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see benchmarks/bt_scale.py
 
@@ -36,10 +44,15 @@ from apps.preferences.scheduling import PairScheduler, batch_draw
 Judged = list[tuple[int, int, int]]
 
 
+Favour = Literal["se", "count"]
+
+
 class Point(NamedTuple):
     judgements: int
     tau_batches: float
     tau_random: float
+    judgements_count: int  # batches favouring the least compared items instead
+    tau_count: float
 
 
 def crowd_errors(n_annotators: int, rng: np.random.Generator) -> np.ndarray:
@@ -77,19 +90,51 @@ def pooled_tau(judged: dict[int, Judged], weights: dict[int, float], truth: np.n
     return float(kendalltau(np.nan_to_num(fit.log_strengths), truth).statistic)
 
 
+def least_compared(comparisons: Counter[int]) -> dict[int, float]:
+    """``1 / sqrt(d)`` of each item's judgements d: the standard error's leading term."""
+    return {item: 1 / np.sqrt(d) for item, d in comparisons.items() if d}
+
+
+def stored_uncertainty(
+    judged: dict[int, Judged], weights: dict[int, float], n: int, comparisons: Counter[int]
+) -> dict[int, float]:
+    """What the studio's draw reads (:func:`apps.preferences.selectors.batch_uncertainty`):
+    the standard errors of the results page's fit (no ridge) when the comparison graph is
+    strongly connected, else :func:`least_compared`."""
+    try:
+        fit = bradley_terry(judged, items=range(n), weights=weights)  # type: ignore[arg-type]
+    except ValueError:  # not strongly connected: the studio's fit is regularised
+        return least_compared(comparisons)
+    return dict(enumerate(np.nan_to_num(fit.se, nan=np.inf).tolist()))
+
+
 def adaptive_batches(
-    truth: np.ndarray, *, batch: int, errors: np.ndarray, rng: np.random.Generator
+    truth: np.ndarray,
+    *,
+    batch: int,
+    errors: np.ndarray,
+    rng: np.random.Generator,
+    favour: Favour = "se",
 ) -> tuple[list[tuple[int, float]], dict[int, float]]:
     """Annotators rank batches in turn: ``(judgements so far, pooled tau)`` after each, and
-    each annotator's weight from their measured error rate."""
+    each annotator's weight from their measured error rate.
+
+    Among equally covered items the draw takes the least certain as the studio does
+    (``favour="se"``: :func:`stored_uncertainty`) or the fewest judgements (``"count"``).
+    """
     coverage: Counter[int] = Counter()
     comparisons: Counter[int] = Counter()
     judged: dict[int, Judged] = {}
     weights: dict[int, float] = {}
+    uncertainty: dict[int, float] = {}
     curve = []
     for k, error in enumerate(errors):
+        if k and favour == "se":
+            uncertainty = stored_uncertainty(judged, weights, truth.size, comparisons)
+        elif favour == "count":
+            uncertainty = least_compared(comparisons)
         items = batch_draw(
-            range(truth.size), size=batch, coverage=coverage, comparisons=comparisons, rng=rng
+            range(truth.size), size=batch, coverage=coverage, uncertainty=uncertainty, rng=rng
         )
         judged[k], error_rate = rank_batch(items, truth, float(error), rng, seed=k)
         weights[k] = reliability_weight(error_rate)
@@ -120,18 +165,35 @@ def random_pairs(
 
 
 def budget_curve(n_items: int, *, batch: int, n_annotators: int, seed: int) -> list[Point]:
+    """One simulated crowd: pooled tau after each annotator, batches favouring the largest
+    standard error and (same crowd, same noise) the fewest judgements, and random pairs."""
     rng = np.random.default_rng(seed)
     truth = rng.permutation(n_items).astype(float)
     errors = crowd_errors(n_annotators, rng)
-    curve, weights = adaptive_batches(truth, batch=batch, errors=errors, rng=rng)
+    stream = int(rng.integers(2**63))
+    curve, weights = adaptive_batches(
+        truth, batch=batch, errors=errors, rng=np.random.default_rng(stream)
+    )
+    counted, _ = adaptive_batches(
+        truth, batch=batch, errors=errors, rng=np.random.default_rng(stream), favour="count"
+    )
     return [
         Point(
             spent,
             tau,
             random_pairs(truth, budget=spent, errors=errors, weights=weights, rng=rng),
+            spent_count,
+            tau_count,
         )
-        for spent, tau in curve
+        for (spent, tau), (spent_count, tau_count) in zip(curve, counted, strict=True)
     ]
+
+
+def mean_curve(curves: Iterable[list[Point]]) -> list[Point]:
+    """The pointwise mean of several crowds' curves (judgements rounded)."""
+    stacked = np.array([[tuple(p) for p in curve] for curve in curves], dtype=np.float64)
+    mean = stacked.mean(axis=0)
+    return [Point(round(r[0]), r[1], r[2], round(r[3]), r[4]) for r in mean.tolist()]
 
 
 def curve_svg(points: list[Point], *, title: str) -> str:
@@ -163,19 +225,20 @@ def curve_svg(points: list[Point], *, title: str) -> str:
             svg, "text", x=x(tick), y=str(height - pad + 16), attrib={"text-anchor": "middle"}
         )
         label.text = f"{tick:,.0f}"
-    for field, colour, name in (
-        ("tau_batches", "#0072B2", "adaptive batches"),
-        ("tau_random", "#D55E00", "random pairs"),
+    for field, colour, name, spent in (
+        ("tau_batches", "#0072B2", "batches, largest SE first", "judgements"),
+        ("tau_count", "#009E73", "batches, fewest judgements first", "judgements_count"),
+        ("tau_random", "#D55E00", "random pairs", "judgements"),
     ):
-        line = " ".join(f"{x(p.judgements)},{y(getattr(p, field))}" for p in points)
+        line = " ".join(f"{x(getattr(p, spent))},{y(getattr(p, field))}" for p in points)
         ET.SubElement(
             svg, "polyline", points=line, fill="none", stroke=colour, attrib={"stroke-width": "2"}
         )
         legend = ET.SubElement(
             svg,
             "text",
-            x=str(width - pad - 120),
-            y=y(0.1 if field == "tau_random" else 0.2),
+            x=str(width - pad - 190),
+            y=y({"tau_batches": 0.3, "tau_count": 0.2, "tau_random": 0.1}[field]),
             fill=colour,
         )
         legend.text = name
@@ -194,20 +257,35 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=50)
     parser.add_argument("--annotators", type=int, default=80)
     parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--seeds", type=int, default=1, help="crowds to average over")
     parser.add_argument("--svg", type=Path, default=None, help="write the curves here")
     args = parser.parse_args()
-    points = budget_curve(
-        args.items, batch=args.batch, n_annotators=args.annotators, seed=args.seed
+    curves = [
+        budget_curve(args.items, batch=args.batch, n_annotators=args.annotators, seed=seed)
+        for seed in range(args.seed, args.seed + args.seeds)
+    ]
+    points = mean_curve(curves)
+    print(
+        f"{args.items:,} items, batches of {args.batch}, {args.annotators} annotators, "
+        f"mean of {args.seeds} crowd(s)"
     )
-    print(f"{args.items:,} items, batches of {args.batch}, {args.annotators} annotators")
-    print(f"{'annotators':>10} {'judgements':>11} {'tau batches':>12} {'tau random':>11}")
+    print(
+        f"{'annotators':>10} {'judgements':>11} {'tau SE-first':>13} {'judgements':>11} "
+        f"{'tau count-first':>16} {'tau random':>11} {'SE - count (min, max over crowds)':>34}"
+    )
     for k, p in enumerate(points, start=1):
         if k % max(1, len(points) // 16) == 0 or k == len(points):
-            print(f"{k:>10} {p.judgements:>11,} {p.tau_batches:>12.3f} {p.tau_random:>11.3f}")
+            gaps = [c[k - 1].tau_batches - c[k - 1].tau_count for c in curves]
+            print(
+                f"{k:>10} {p.judgements:>11,} {p.tau_batches:>13.3f} {p.judgements_count:>11,} "
+                f"{p.tau_count:>16.3f} {p.tau_random:>11.3f} "
+                f"{p.tau_batches - p.tau_count:>+12.3f} ({min(gaps):+.3f}, {max(gaps):+.3f})"
+            )
     if args.svg:
         title = (
             f"Pooled Kendall tau, {args.items:,} items, batches of {args.batch}, "
             f"{args.annotators} annotators (one adversarial)"
+            + (f", mean of {args.seeds} crowds" if args.seeds > 1 else "")
         )
         args.svg.write_text(curve_svg(points, title=title))
         print(f"curves written to {args.svg}")

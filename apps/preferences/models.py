@@ -41,8 +41,9 @@ class PairwiseSettings:
     batch_size : int
         0: each annotator ranks all their items. Otherwise an annotator with more items ranks
         a batch of this many, drawn when they start (:func:`~apps.preferences.scheduling.
-        batch_draw`): the items in fewest batches so far, then the least compared, so that
-        batches overlap evenly and favour the items whose pooled score is least certain.
+        batch_draw`): the items in fewest batches so far, then those whose pooled position
+        is least certain (:func:`~apps.preferences.selectors.batch_uncertainty`), so that
+        batches overlap evenly and favour the items the pooled ranking knows least.
     """
 
     strict: bool = False
@@ -164,6 +165,33 @@ class PairSession(models.Model):
     @property
     def pairwise_settings(self) -> PairwiseSettings:
         return clean_pairwise_settings(self.settings)
+
+
+class PairPool(models.Model):
+    """What a batched pairwise question's batch draws share: their lock and the pooled fit.
+
+    ``draws`` counts the batches stored: a draw reads it before the evidence it draws from
+    and stores its batch only if it is unchanged, this row locked (``select_for_update``), else
+    draws again (:func:`apps.preferences.services.pair_next`), so two annotators starting at
+    once never both take the items the other took. ``items`` and ``se`` (int64 ids and float64
+    standard errors, raw bytes, nan for an item never compared) are the pooled Bradley-Terry
+    fit (:func:`apps.preferences.selectors.question_scores`) as last stored, off the request
+    path, on ``n_judgements`` kept judgements at ``fitted_at`` (None: never fitted), with its
+    ridge penalty ``alpha`` (0 unless the comparison graph was not strongly connected); the
+    draw favours the items whose standard error is largest
+    (:func:`~apps.preferences.selectors.batch_uncertainty`).
+    """
+
+    question = models.OneToOneField(Question, on_delete=models.CASCADE, related_name="pair_pool")
+    draws = models.PositiveIntegerField(default=0, help_text="Batches drawn so far.")
+    items = models.BinaryField(default=bytes, help_text="Item ids of the pooled fit (int64).")
+    se = models.BinaryField(default=bytes, help_text="Their standard errors (float64).")
+    n_judgements = models.PositiveIntegerField(default=0)
+    alpha = models.FloatField(default=0.0, help_text="The fit's ridge penalty (0: none).")
+    fitted_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"Batches of {self.question.key}"
 
 
 class JudgementQuerySet(models.QuerySet["Judgement"]):

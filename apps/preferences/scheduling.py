@@ -1320,12 +1320,46 @@ class ReplayCache:
             self._items = 0
 
 
+def _looked_up(pool: np.ndarray, found: Mapping[int, float], missing: float) -> np.ndarray:
+    """``found[item]`` for each item of ``pool`` (``missing`` where absent), vectorised: the
+    mapping's keys sorted once, the pool looked up by binary search."""
+    values = np.full(pool.size, missing, dtype=np.float64)
+    if not found:
+        return values
+    keys = np.fromiter(found.keys(), dtype=np.int64, count=len(found))
+    known = np.fromiter(found.values(), dtype=np.float64, count=len(found))
+    order = np.argsort(keys, kind="stable")
+    keys, known = keys[order], known[order]
+    at = np.minimum(np.searchsorted(keys, pool), keys.size - 1)
+    hit = keys[at] == pool
+    values[hit] = known[at[hit]]
+    return values
+
+
+def _smallest(key: np.ndarray, count: int, tiebreak: np.ndarray) -> np.ndarray:
+    """Mask of the ``count`` entries of ``key`` that are smallest, the ties at the threshold
+    settled by the smallest ``tiebreak``: two partial sorts, O(len(key))."""
+    chosen = np.zeros(key.size, dtype=bool)
+    if count <= 0:
+        return chosen
+    if count >= key.size:
+        return ~chosen
+    threshold = np.partition(key, count - 1)[count - 1]
+    chosen = key < threshold
+    tied = np.flatnonzero(key == threshold)
+    rest = count - int(chosen.sum())
+    if rest < tied.size:
+        tied = tied[np.argpartition(tiebreak[tied], rest - 1)[:rest]]
+    chosen[tied] = True
+    return chosen
+
+
 def batch_draw(
     items: Sequence[int],
     *,
     size: int,
-    coverage: Mapping[int, int],
-    comparisons: Mapping[int, float],
+    coverage: Mapping[int, float],
+    uncertainty: Mapping[int, float],
     rng: np.random.Generator,
 ) -> list[int]:
     """The items one annotator ranks of a question whose pool is larger than a batch.
@@ -1338,8 +1372,11 @@ def batch_draw(
         Batch size; all of ``items`` when there are no more.
     coverage : mapping item -> int
         In how many annotators' batches each item already is (missing: 0).
-    comparisons : mapping item -> float
-        How many pooled judgements each item is in so far (missing: 0).
+    uncertainty : mapping item -> float
+        How uncertain each item's pooled position is: the standard error of its pooled
+        Bradley-Terry log-strength (missing or nan: never compared, infinitely uncertain).
+        :func:`apps.preferences.selectors.batch_uncertainty` gives the stored pooled fit's,
+        or :math:`1 / \\sqrt{d_i}` of the judgements :math:`d_i` an item is in before any fit.
     rng : numpy.random.Generator
         Breaks the remaining ties, so that batches drawn in one round differ.
 
@@ -1352,17 +1389,25 @@ def batch_draw(
     -----
     Items are taken in order of least coverage first, so every item is in
     ``floor(k size / n)`` or one more of the first k batches (balanced); among items equally
-    covered, the fewest pooled comparisons first: a Bradley-Terry standard error is about
-    :math:`1 / \\sqrt{d_i}` in the information :math:`d_i` of an item's comparisons
-    (:func:`~analytics.metrics.preferences.bradley_terry`), so these are the items whose
-    pooled score is least certain. Once every item is in a batch, the next batches straddle
-    the earlier ones (they take the least compared items of many batches), which joins
-    the batches' rankings into one comparison graph; cost O(items log items).
+    covered, the largest uncertainty first. A Bradley-Terry standard error is the square root
+    of the diagonal of the inverse information (:func:`~analytics.metrics.preferences.
+    bradley_terry`), about :math:`1 / \\sqrt{\\sum_j w_j p_{ij} (1 - p_{ij})}` over an
+    item's comparisons j of weight :math:`w_j`: it grows with fewer comparisons, with
+    comparisons from annotators of low reliability weight, and with lopsided ones (against
+    far weaker or stronger items, :math:`p_{ij}` near 0 or 1), so the draw favours the items
+    whose pooled position the judgements so far pin down least. Once every item is in a
+    batch, the next batches straddle the earlier ones, which joins the batches' rankings into
+    one comparison graph. Cost O(items) (partial sorts: ``np.partition``,
+    ``np.argpartition``) plus O(m log m) for the m entries of the mappings.
     """
     pool = np.asarray(items, dtype=np.int64)
     if size >= pool.size:
         return [int(item) for item in pool]
-    covered = np.array([coverage.get(int(item), 0) for item in pool])
-    compared = np.array([comparisons.get(int(item), 0.0) for item in pool])
-    chosen = np.lexsort((rng.random(pool.size), compared, covered))[:size]
-    return [int(item) for item in pool[np.sort(chosen)]]
+    covered = _looked_up(pool, coverage, 0.0)
+    spread = np.nan_to_num(_looked_up(pool, uncertainty, np.inf), nan=np.inf, posinf=np.inf)
+    tiebreak = rng.random(pool.size)
+    threshold = np.partition(covered, size - 1)[size - 1]  # the coverage the batch ends at
+    chosen = covered < threshold
+    level = np.flatnonzero(covered == threshold)  # the rest comes from these, least certain first
+    chosen[level[_smallest(-spread[level], size - int(chosen.sum()), tiebreak[level])]] = True
+    return [int(item) for item in pool[chosen]]

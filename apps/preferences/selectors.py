@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, cast
 
@@ -31,15 +31,10 @@ from analytics.metrics.preferences import (
 )
 from apps.annotations.models import Assignment
 from apps.items.models import Item
-from apps.preferences.checks import (
-    CheckPlan,
-    check_due,
-    check_plan,
-    checked_slots,
-    expected_checks,
-)
+from apps.preferences.checks import CheckPlan, check_due, checked_slots, expected_checks
 from apps.preferences.models import (
     Judgement,
+    PairPool,
     PairSession,
     PairwiseSettings,
     clean_pairwise_settings,
@@ -556,6 +551,33 @@ def batch_evidence(*, question: Question) -> tuple[Counter[int], Counter[int]]:
     return coverage, comparisons
 
 
+def batch_uncertainty(*, question: Question, comparisons: Mapping[int, int]) -> dict[int, float]:
+    """How uncertain each item's pooled position is, for the next batch draw
+    (:func:`~apps.preferences.scheduling.batch_draw`): the standard errors of the pooled
+    Bradley-Terry fit stored in the question's :class:`~apps.preferences.models.PairPool`
+    (inf for an item that fit did not compare).
+
+    The fit is stored off the request path
+    (:func:`apps.preferences.services.pair_pool_refit`, after quality updates): fitting it here
+    would cost seconds per new session at 100,000 items. Before the first stored fit, and
+    while the stored fit is regularised (its comparison graph not strongly connected, so the
+    ridge prior rather than the judgements sets the standard errors of whole batches), the
+    standard error's leading term :math:`1 / \\sqrt{d_i}` of each item's pooled judgements
+    :math:`d_i` (``comparisons``; items in none are left out: infinitely uncertain), so the
+    draw then favours the least compared items. One query and O(items).
+    """
+    stored = (
+        PairPool.objects.filter(question=question, fitted_at__isnull=False, alpha=0)
+        .values_list("items", "se")
+        .first()
+    )
+    if stored is None:
+        return {item: 1.0 / math.sqrt(n) for item, n in comparisons.items() if n > 0}
+    items = np.frombuffer(bytes(stored[0]), dtype=np.int64)
+    se = np.nan_to_num(np.frombuffer(bytes(stored[1]), dtype=np.float64), nan=np.inf)
+    return dict(zip(items.tolist(), se.tolist(), strict=True))
+
+
 def judgements_visible_to(*, user: Account) -> QuerySet[Judgement]:
     """Managers see every judgement of their studies; annotators only their own."""
     visible = Q(question__study__in=studies_managed_by(user=user)) | Q(
@@ -573,8 +595,7 @@ def judgement_progress(*, question: Question, annotator: Account) -> dict[str, i
     """
     session = PairSession.objects.filter(question=question, annotator=annotator).first()
     if session is not None:
-        plan = check_plan(question=question, annotator=annotator)  # a participant's checks
-        return pair_state(session=session, plan=plan).progress
+        return pair_state(session=session).progress
     n = Assignment.objects.filter(study_id=question.study_id, annotator=annotator, round=1).count()
     try:
         pairwise = clean_pairwise_settings(question.settings)

@@ -36,21 +36,25 @@ statistics is updated and the dashboard published, where ``QUALITY_UPDATES`` say
 
 from __future__ import annotations
 
+import datetime
 import secrets
 import uuid
+from typing import NamedTuple
 
 import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import F, Max
 from django.utils import timezone
 
+from analytics.config import quality_config
 from analytics.pipeline import quality_schedule
 from apps.annotations.models import Assignment
 from apps.preferences.checks import check_plan
 from apps.preferences.models import (
     Judgement,
     JudgementQuerySet,
+    PairPool,
     PairSession,
     PairwiseSettings,
     Retraction,
@@ -60,7 +64,9 @@ from apps.preferences.scheduling import batch_draw
 from apps.preferences.selectors import (
     PairState,
     batch_evidence,
+    batch_uncertainty,
     pair_state,
+    question_scores,
     replay_key,
     replays,
 )
@@ -96,31 +102,77 @@ def _assigned_items(*, question: Question, annotator: Account) -> list[int]:
     )
 
 
+class _Draw(NamedTuple):
+    """The items a session ranks and, for a batch, the :attr:`PairPool.draws` read before the
+    evidence it was drawn from (None: all the annotator's items, nothing drawn)."""
+
+    items: list[int]
+    drawn: int | None
+
+
 def _session_items(
     *, question: Question, annotator: Account, settings: PairwiseSettings, seed: int
-) -> list[int]:
-    """The items a session ranks: the annotator's round-1 items, or a batch of them."""
+) -> _Draw:
+    """The items a session ranks: the annotator's round-1 items, or a batch of them.
+
+    The count of batches stored is read before the evidence, so that :func:`_draw_current`
+    can tell whether a batch was stored after this draw read what it drew from.
+    """
     items = _assigned_items(question=question, annotator=annotator)
     if not 0 < settings.batch_size < len(items):
-        return items
+        return _Draw(items, None)
+    drawn = PairPool.objects.filter(question=question).values_list("draws", flat=True).first()
     coverage, comparisons = batch_evidence(question=question)
-    return batch_draw(
+    batch = batch_draw(
         items,
         size=settings.batch_size,
         coverage=coverage,
-        comparisons=comparisons,
+        uncertainty=batch_uncertainty(question=question, comparisons=comparisons),
         rng=np.random.default_rng(seed),
     )
+    return _Draw(batch, drawn or 0)
+
+
+def _pool_for_update(question: Question) -> PairPool:
+    """The question's :class:`PairPool` row, created if missing, locked until the
+    transaction ends."""
+    pool = PairPool.objects.select_for_update().filter(question=question).first()
+    if pool is None:
+        try:
+            with transaction.atomic():
+                PairPool.objects.create(question=question)
+        except IntegrityError:
+            pass  # created by a concurrent draw
+        pool = PairPool.objects.select_for_update().get(question=question)
+    return pool
+
+
+def _draw_current(*, question: Question, draw: _Draw) -> bool:
+    """In the transaction that stores ``draw``, after :func:`_pool_for_update`: whether no
+    batch was stored since it read its evidence (then it counts as one more)."""
+    if draw.drawn is None:
+        return True
+    pool = _pool_for_update(question)
+    if pool.draws != draw.drawn:
+        return False
+    PairPool.objects.filter(pk=pool.pk).update(draws=F("draws") + 1)
+    return True
 
 
 def _session(*, question: Question, annotator: Account) -> PairSession:
     """Get or create the annotator's session, safe against concurrent first visits.
 
     A new session freezes the annotator's round-1 items (queue order), or a batch of them
-    when the question has a ``batch_size`` (:func:`~apps.preferences.scheduling.batch_draw`;
-    two annotators starting at the same moment may draw the same batch), and the question's
-    settings, and draws a random seed. The items are read only when needed (they may be
-    100,000 ids).
+    when the question has a ``batch_size`` (:func:`~apps.preferences.scheduling.batch_draw`),
+    and the question's settings, and draws a random seed. The items are read only when
+    needed (they may be 100,000 ids).
+
+    A batch is drawn outside any transaction, then stored in a short one that locks the
+    question's :class:`PairPool` row and checks that no other batch was stored since the
+    draw read its evidence; if one was, the batch is drawn again from the new evidence. So
+    batches drawn at the same moment overlap no more than batches drawn one after the other,
+    and a second tab of the same annotator finds the session the first stored and uses it
+    (the draw is idempotent per annotator: one session, one batch).
     """
     lookup = {"question": question, "annotator": annotator}
     try:
@@ -129,15 +181,115 @@ def _session(*, question: Question, annotator: Account) -> PairSession:
         pass
     settings = clean_pairwise_settings(question.settings)
     seed = secrets.randbelow(2**31)
-    items = _session_items(question=question, annotator=annotator, settings=settings, seed=seed)
-    try:
-        with transaction.atomic():
-            PairSession.objects.create(
-                **lookup, seed=seed, items=items, settings=settings.as_dict()
-            )
-    except IntegrityError:
-        pass  # a concurrent first visit created it; both use that one
+    stored = False
+    while not stored:
+        draw = _session_items(question=question, annotator=annotator, settings=settings, seed=seed)
+        try:
+            with transaction.atomic():
+                if draw.drawn is not None:
+                    _pool_for_update(question)  # first, so that the check below is current
+                if PairSession.objects.filter(**lookup).exists():
+                    break  # a concurrent first visit stored it; both use that one
+                stored = _draw_current(question=question, draw=draw)  # else: draw again
+                if stored:
+                    PairSession.objects.create(
+                        **lookup, seed=seed, items=draw.items, settings=settings.as_dict()
+                    )
+        except IntegrityError:
+            break  # a concurrent first visit created it; both use that one
     return PairSession.objects.defer("items").get(**lookup)
+
+
+def _session_take_up(
+    *,
+    question: Question,
+    annotator: Account,
+    session: PairSession,
+    settings: PairwiseSettings,
+    placed: int,
+) -> bool:
+    """Give a session with fewer than two items (``placed``) the items assigned since, a
+    batch stored as :func:`_session` stores one; True if its items changed."""
+    while True:
+        draw = _session_items(
+            question=question, annotator=annotator, settings=settings, seed=session.seed
+        )
+        if len(draw.items) <= placed:
+            return False
+        with transaction.atomic():
+            if draw.drawn is not None:
+                _pool_for_update(question)
+            stored = PairSession.objects.select_for_update().only("items").get(pk=session.pk)
+            if stored.items != session.items:  # another request took them up meanwhile
+                session.items = stored.items
+                return True
+            if _draw_current(question=question, draw=draw):
+                PairSession.objects.filter(pk=session.pk).update(items=draw.items)
+                session.items = draw.items
+                return True
+        # another batch was stored meanwhile: draw again
+
+
+def _refit_due(*, fitted: tuple[int, datetime.datetime | None] | None, kept: int) -> bool:
+    """Whether the stored pooled fit (judgements it rests on, when) is due for a refit: never
+    fitted, resting on fewer than half the judgements kept now (so early fits, cheap and soon
+    outgrown, come at 1, 2, 4, ... judgements), or older than ``QUALITY_INTERVAL_SECONDS``
+    (when positive) with judgements added since."""
+    n_fitted, fitted_at = fitted or (0, None)
+    if fitted_at is None:
+        return kept > 0
+    if kept >= 2 * n_fitted:
+        return kept > n_fitted
+    seconds = quality_config().interval_seconds
+    age = timezone.now() - fitted_at
+    return seconds > 0 and age >= datetime.timedelta(seconds=seconds) and kept != n_fitted
+
+
+def pair_pool_refit(*, question: Question, force: bool = False) -> bool:
+    """Store the question's pooled Bradley-Terry standard errors for its next batch draws.
+
+    The fit is the results page's (:func:`~apps.preferences.selectors.question_scores`:
+    every annotator's judgements kept, weighted by their reliability); its item ids and
+    standard errors go into the question's :class:`PairPool`, from which
+    :func:`~apps.preferences.selectors.batch_uncertainty` reads them. Only for questions with
+    a ``batch_size``; when due (:func:`_refit_due`) or ``force``. Returns whether it refitted.
+    Runs off the request path (:func:`pair_pool_after_update`); costs the fit, O(items +
+    judgements) (about 6 s at 100,000 items x 500,000 judgements, ``benchmarks/bt_scale``).
+    """
+    try:
+        batched = clean_pairwise_settings(question.settings).batch_size > 0
+    except ValidationError:
+        return False
+    if not batched:
+        return False
+    kept = Judgement.objects.filter(question=question).kept().count()
+    fitted = (
+        PairPool.objects.filter(question=question).values_list("n_judgements", "fitted_at").first()
+    )
+    if not (force or _refit_due(fitted=fitted, kept=kept)):
+        return False
+    scores = question_scores(question=question)
+    items = np.array([row.item.pk for row in scores.rows], dtype=np.int64)
+    se = np.array([row.se for row in scores.rows], dtype=np.float64)
+    with transaction.atomic():
+        pool = _pool_for_update(question)
+        PairPool.objects.filter(pk=pool.pk).update(
+            items=items.tobytes(),
+            se=se.tobytes(),
+            n_judgements=scores.n_judgements,
+            alpha=scores.alpha,
+            fitted_at=timezone.now(),
+        )
+    return True
+
+
+def pair_pool_after_update(question_id: int) -> None:
+    """The quality pipeline's hook (:data:`analytics.pipeline.AFTER_UPDATE_HOOKS`, registered
+    in :meth:`apps.preferences.apps.PreferencesConfig.ready`): refit a batched pairwise
+    question's stored pooled ranking when due."""
+    question = Question.objects.filter(pk=question_id, kind=Question.Kind.PAIRWISE).first()
+    if question is not None:
+        pair_pool_refit(question=question)
 
 
 def _state(*, question: Question, annotator: Account, keep: bool = True) -> PairState:
@@ -145,21 +297,20 @@ def _state(*, question: Question, annotator: Account, keep: bool = True) -> Pair
     recruited participant's hidden attention checks (:mod:`apps.preferences.checks`).
 
     A session with nothing to compare yet (fewer than two items, so no judgement to replay)
-    first takes up the items assigned since.
+    first takes up the items assigned since (:func:`_session_take_up`).
     """
     session = _session(question=question, annotator=annotator)
     plan = check_plan(question=question, annotator=annotator)
     state = pair_state(session=session, keep=keep, plan=plan)
     if len(state.scheduler.items) < 2:
-        items = _session_items(
+        placed = len(state.scheduler.items)
+        if _session_take_up(
             question=question,
             annotator=annotator,
+            session=session,
             settings=state.settings,
-            seed=session.seed,
-        )
-        if len(items) > len(state.scheduler.items):
-            PairSession.objects.filter(pk=session.pk).update(items=items)
-            session.items = items
+            placed=placed,
+        ):
             state = pair_state(session=session, keep=keep, plan=plan)
     return state
 
