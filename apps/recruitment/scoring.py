@@ -5,7 +5,7 @@
   1 | 0 | -1}``, the outcome of the gold's item against ``versus`` (1: the gold's item is
   better, 0: equal); an answer is the outcome of the same pair in the same orientation, right
   when equal to the known one.
-- continuous (a gold trace): ``{"signal": "<key>"}``, the known signal the item shows (read from
+- continuous (a gold trace): ``{"signal": "<key>"}``, the item's known signal (read from
   the item's metadata); an answer is the slider's samples ``{"times": [...], "values": [...]}``
   over the stimulus, resampled at the question's analysis rate like a finished recording and
   compared with the truth by kappa_SDA after lag correction (the calibration report's

@@ -191,3 +191,16 @@ def test_training_on_a_video_gold_trace_plays_the_video_and_sends_no_signal(clie
     assert "signal" not in config
     assert "rate_hz" not in config
     assert "Scene 4" in html  # the clip's caption, as in the work
+
+
+def test_the_item_page_shows_a_video_checks_video_and_its_truth_not_a_green_strip(client):
+    study, _, check, _ = video_study_with_a_check()
+    client.force_login(study.created_by)
+    page = client.get(reverse("items:detail", args=[study.pk, check.pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'src="https://media.example.org/clip-4.mp4"' in html  # the clip, as annotators see it
+    assert "green-stimulus" not in html
+    (card,) = page.context["cards"]
+    assert card["traces"].gold is not None  # the truth is still drawn with the traces
+    assert card["traces"].truth
