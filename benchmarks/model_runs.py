@@ -13,7 +13,11 @@ study shape, the seconds of the bootstrap alone and of the whole evaluation, and
   (``benchmarks.metrics.simulated_study``), 5 labels;
 * ``sim 50x2000 k=50``: the same, every annotator labels every item (100,000 cells, the
   worst case: 2.45 million annotator pairs x items);
-* ``rzhetsky``: the real Rzhetsky et al. (2009) data, 8 annotators x 15,521 sentences.
+* ``rzhetsky``: the real Rzhetsky et al. (2009) data, 8 annotators x 15,521 sentences;
+* ``traces 20x100``: a continuous question, 20 annotators x 100 items, every annotator traces
+  every item (300 samples at 1 Hz, random walks); the model's traces add noise
+  (:func:`~apps.models_registry.evaluation.evaluate_trace_run`,
+  :func:`~analytics.metrics.dic_bae_bootstrap_sda`).
 
 The model's predictions are the annotators' own labels with 40 % replaced at random; feature
 vectors are random (BAE is then near its Random baseline). Timings are wall-clock on the
@@ -29,8 +33,15 @@ import time
 import numpy as np
 from numpy.typing import NDArray
 
-from analytics.metrics import cosine_similarity_matrix, dic_bae_bootstrap
-from apps.models_registry.evaluation import BOOTSTRAP_REPLICATES, SEED, evaluate_run
+from analytics.metrics import cosine_similarity_matrix, dic_bae_bootstrap, dic_bae_bootstrap_sda
+from apps.models_registry.evaluation import (
+    BOOTSTRAP_REPLICATES,
+    SEED,
+    TRACE_MIN_ITEMS,
+    evaluate_run,
+    evaluate_trace_run,
+    item_pair_tables,
+)
 from benchmarks.metrics import simulated_study
 from benchmarks.report_rzhetsky import load_ratings
 
@@ -97,6 +108,35 @@ def main() -> None:
             f"{name:<18} {result.n_items:>6} {result.n_cells:>7} {boot:>7.2f} {whole:>7.2f}  "
             f"{d.estimate:.3f} [{d.low:.3f}, {d.high:.3f}]"
         )
+    _traces(args.replicates, n_items=30 if args.quick else 100)
+
+
+def _traces(replicates: int, *, n_items: int, n_annotators: int = 20) -> None:
+    """The trace shape: pair tables once, then the bootstrap and the whole evaluation."""
+    rng = np.random.default_rng(3)
+    human = {
+        (k, i): np.cumsum(rng.normal(size=300)) for k in range(n_annotators) for i in range(n_items)
+    }
+    model = {cell: trace + rng.normal(0, 1.0, trace.size) for cell, trace in human.items()}
+    start = time.perf_counter()
+    th, tm = item_pair_tables(human, tol=0.0), item_pair_tables(model, tol=0.0)
+    tables = time.perf_counter() - start
+    start = time.perf_counter()
+    result = dic_bae_bootstrap_sda(
+        th.item, th.first, th.second, th.tables, tm.tables,
+        traced=th.traced, n_annotators=n_annotators, min_items=TRACE_MIN_ITEMS,
+        n_boot=replicates, seed=SEED,
+    )  # fmt: skip
+    boot = time.perf_counter() - start
+    start = time.perf_counter()
+    evaluate_trace_run(human=human, predicted=model, n_annotators=n_annotators, tol=0.0, vectors={})
+    whole = time.perf_counter() - start
+    d = result.dic
+    name = f"traces {n_annotators}x{n_items}"
+    print(
+        f"{name:<18} {result.n_items:>6} {result.n_cells:>7} {boot:>7.2f} {whole:>7.2f}  "
+        f"{d.estimate:.3f} [{d.low:.3f}, {d.high:.3f}]  (pair tables {tables:.2f} s)"
+    )
 
 
 if __name__ == "__main__":

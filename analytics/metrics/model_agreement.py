@@ -9,7 +9,7 @@ Baselines give the scale: Random and Consensus for DIC, Random and Uniform for B
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import numpy as np
@@ -19,6 +19,7 @@ from sklearn.manifold import MDS
 
 from analytics.metrics._validate import as_label_data, as_ratings, as_square, check_min_overlap
 from analytics.metrics.categorical import kappa_from_confusion, pairwise_kappa
+from analytics.metrics.traces import kappa_sda_from_counts
 from analytics.metrics.uncertainty import (
     _BATCH,
     Interval,
@@ -39,6 +40,7 @@ __all__ = [
     "cosine_similarity_matrix",
     "dic",
     "dic_bae_bootstrap",
+    "dic_bae_bootstrap_sda",
     "dic_consensus_baseline",
     "dic_random_baseline",
     "mds_embedding",
@@ -625,26 +627,17 @@ def dic_bae_bootstrap(
     (True, 300, 1500)
     """
     check_min_overlap(min_overlap)
-    if not bound > 0:
-        raise ValueError(f"bound must be positive; got {bound}")
-    n_boot = _check_n_boot(n_boot)
     h = as_ratings(human, name="human")
     p = as_ratings(predicted, name="predicted")
     if h.shape != p.shape:
         raise ValueError(f"human and predicted differ in shape: {h.shape} and {p.shape}")
     m = h.shape[0]
-    similarities = {
-        kind: as_square(s, name=f"s_model[{kind!r}]") for kind, s in (s_model or {}).items()
-    }
-    for kind, s in similarities.items():
-        if s.shape[0] != m:
-            raise ValueError(f"s_model[{kind!r}] must be {m} x {m}; got {s.shape}")
+    similarities = _similarities(s_model, m)
     both = ~np.isnan(h) & ~np.isnan(p)
     columns = np.flatnonzero(both.any(axis=0))
     n_items, n_cells = int(columns.size), int(both.sum())
     if n_items == 0:
-        nan = Interval(math.nan, math.nan, math.nan, 0, np.zeros(0))
-        return DicBaeIntervals(nan, dict.fromkeys(similarities, nan), 0, 0)
+        return _undefined(similarities)
     mask = both[:, columns]
     data_h = as_label_data(np.where(mask, h[:, columns], np.nan), name="human")
     data_p = as_label_data(np.where(mask, p[:, columns], np.nan), name="predicted")
@@ -652,21 +645,239 @@ def dic_bae_bootstrap(
     item, first, second = _item_pairs(data_h)
     upper = data_h.annotator[first] < data_h.annotator[second]
     item, first, second = item[upper], first[upper], second[upper]
-    k, l = data_h.annotator[first], data_h.annotator[second]
-    n_pairs, vh, vp = m * (m - 1) // 2, data_h.n_values, data_p.n_values
+    pair = _pair_index(data_h.annotator[first], data_h.annotator[second], m)
+    ones = np.ones(item.size)
+    vh, vp = data_h.n_values, data_p.n_values
+    intervals = _pair_table_bootstrap(
+        human=_Tables(item, pair, data_h.code[first] * vh + data_h.code[second], ones, vh),
+        model=_Tables(item, pair, data_p.code[first] * vp + data_p.code[second], ones, vp),
+        rated=(data_h.item, data_h.annotator),
+        shared=None,
+        kappa=kappa_from_confusion,
+        n_items=n_items,
+        n_annotators=m,
+        min_overlap=min_overlap,
+        similarities=similarities,
+        bound=bound,
+        n_boot=n_boot,
+        confidence=confidence,
+        seed=seed,
+    )
+    return DicBaeIntervals(
+        intervals[0], dict(zip(similarities, intervals[1:], strict=True)), n_items, n_cells
+    )
+
+
+def dic_bae_bootstrap_sda(
+    item: ArrayLike,
+    first: ArrayLike,
+    second: ArrayLike,
+    human_tables: ArrayLike,
+    model_tables: ArrayLike,
+    *,
+    traced: tuple[ArrayLike, ArrayLike],
+    n_annotators: int,
+    min_items: int = 1,
+    s_model: Mapping[str, ArrayLike] | None = None,
+    bound: float = 1.0,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: Seed = None,
+) -> DicBaeIntervals:
+    r"""DIC and BAE of a trace model with percentile intervals from a bootstrap over items.
+
+    The trace counterpart of :func:`dic_bae_bootstrap`: :math:`M` and :math:`M'` are
+    kappa_SDA of every pair pooled over the items both traced (sign-coincidence tables summed
+    over items, :func:`~analytics.metrics.kappa_sda_from_counts`).
+
+    Parameters
+    ----------
+    item, first, second : array_like of int, shape (n_rows,)
+        One row per item and pair of annotators who both traced it: the item (any integer
+        id) and the two annotators' indices (different; either order).
+    human_tables, model_tables : array_like, shape (n_rows, 3, 3)
+        The pair's sign-coincidence table on that item
+        (:func:`~analytics.metrics.sign_coincidence_matrix`) from the annotators' traces and
+        from the model's traces for them.
+    traced : tuple of two array_like of int, shape (n_cells,)
+        ``(item, annotator)`` of every trace the figures use (annotators alone on an item
+        included): an annotator's diagonal is defined from ``min_items`` traced items.
+    n_annotators : int
+        Size of the matrices.
+    min_items : int
+        Pairs sharing fewer items (in the data, and in each replicate) get no kappa_SDA.
+    s_model, bound, n_boot, confidence, seed
+        As in :func:`dic_bae_bootstrap`; the weights are
+        :func:`~analytics.metrics.uncertainty.bootstrap_weights` of the distinct items of
+        ``traced`` in increasing order.
+
+    Returns
+    -------
+    DicBaeIntervals
+        As :func:`dic_bae_bootstrap`; ``n_items`` = distinct items traced, ``n_cells`` =
+        traces.
+
+    Notes
+    -----
+    With :math:`T_{kl,i}` the table of pair :math:`k < l` on item :math:`i` and multinomial
+    item weights :math:`W_{bi}`:
+
+    .. math:: m^{(b)}_{kl} = \kappa_{SDA}\Big(\sum_i W_{bi} T_{kl,i}\Big)
+
+    defined where :math:`\sum_i W_{bi} [k, l \text{ traced } i] \ge` ``min_items``; DIC
+    and BAE of each replicate as in :func:`dic_bae_bootstrap` (Zhang et al., Eqs. 3, 5-7).
+    Items, not steps, are resampled: the steps of one trace are serially correlated, the
+    items are the independent units (Efron & Tibshirani 1993, ch. 13).
+
+    References
+    ----------
+    Booth, B. M. & Narayanan, S. S. (2020). Trapezoidal segment sequencing. ICMI 2020.
+    doi:10.1145/3382507.3418860
+
+    Zhang, L. et al. (2025). A unified evaluation framework for multi-annotator tendency
+    learning. arXiv:2508.10393. doi:10.48550/arXiv.2508.10393
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> signs = lambda n: rng.integers(0, 3, n)
+    >>> def table(a, b):
+    ...     return np.bincount(a * 3 + b, minlength=9).reshape(3, 3)
+    >>> rows, human, model = [], [], []
+    >>> for i in range(30):
+    ...     truth = signs(40)
+    ...     x = [np.where(rng.random(40) < 0.8, truth, signs(40)) for _ in range(3)]
+    ...     y = [np.where(rng.random(40) < 0.6, truth, signs(40)) for _ in range(3)]
+    ...     for k, l in ((0, 1), (0, 2), (1, 2)):
+    ...         rows.append((i, k, l))
+    ...         human.append(table(x[k], x[l]))
+    ...         model.append(table(y[k], y[l]))
+    >>> i, k, l = np.array(rows).T
+    >>> cells = (np.repeat(np.arange(30), 3), np.tile(np.arange(3), 30))
+    >>> res = dic_bae_bootstrap_sda(i, k, l, human, model, traced=cells, n_annotators=3,
+    ...                             n_boot=300, seed=0)
+    >>> bool(res.dic.low <= res.dic.estimate <= res.dic.high), res.n_items, res.n_cells
+    (True, 30, 90)
+    """
+    if isinstance(min_items, bool) or not isinstance(min_items, int | np.integer) or min_items < 1:
+        raise ValueError(f"min_items must be a positive integer; got {min_items!r}")
+    m = int(n_annotators)
+    rows = [np.asarray(a, dtype=np.intp).ravel() for a in (item, first, second)]
+    th = np.asarray(human_tables, dtype=np.float64).reshape(-1, 3, 3)
+    tp = np.asarray(model_tables, dtype=np.float64).reshape(-1, 3, 3)
+    cell_item, cell_annotator = (np.asarray(a, dtype=np.intp).ravel() for a in traced)
+    if len({a.size for a in rows} | {th.shape[0], tp.shape[0]}) != 1:
+        raise ValueError("item, first, second and both tables need one row per item and pair")
+    if cell_item.size != cell_annotator.size:
+        raise ValueError("traced needs as many items as annotators")
+    k, l = np.minimum(rows[1], rows[2]), np.maximum(rows[1], rows[2])
+    annotators = np.concatenate([k, l, cell_annotator])
+    if (k == l).any() or (annotators.size and (annotators.min() < 0 or annotators.max() >= m)):
+        raise ValueError(f"annotators must be different indices in 0..{m - 1}")
+    if np.isin(rows[0], cell_item, invert=True).any():
+        raise ValueError("every item of a pair must be among the traced items")
+    similarities = _similarities(s_model, m)
+    ids, cell_item = np.unique(cell_item, return_inverse=True)
+    if ids.size == 0:
+        return _undefined(similarities)
+    pair_item = np.searchsorted(ids, rows[0])
+    swapped = rows[1] > rows[2]  # kappa_SDA is symmetric, but keep tables as (first, second)
+    th[swapped], tp[swapped] = th[swapped].transpose(0, 2, 1), tp[swapped].transpose(0, 2, 1)
     pair = _pair_index(k, l, m)
+    entry_item, entry_pair = np.repeat(pair_item, 9), np.repeat(pair, 9)  # 9 cells per table
+    entry_cell = np.tile(np.arange(9), pair.size)
+    intervals = _pair_table_bootstrap(
+        human=_Tables(entry_item, entry_pair, entry_cell, th.reshape(-1), 3),
+        model=_Tables(entry_item, entry_pair, entry_cell, tp.reshape(-1), 3),
+        rated=(cell_item, cell_annotator),
+        shared=(pair_item, pair),
+        kappa=kappa_sda_from_counts,
+        n_items=int(ids.size),
+        n_annotators=m,
+        min_overlap=int(min_items),
+        similarities=similarities,
+        bound=bound,
+        n_boot=n_boot,
+        confidence=confidence,
+        seed=seed,
+    )
+    return DicBaeIntervals(
+        intervals[0],
+        dict(zip(similarities, intervals[1:], strict=True)),
+        int(ids.size),
+        int(cell_item.size),
+    )
+
+
+class _Tables(NamedTuple):
+    """Per-item contributions to the pairs' tables: entry ``e`` adds ``amount[e]`` to cell
+    ``cell[e]`` (``a * n_values + b``) of pair ``pair[e]``'s table on item ``item[e]``."""
+
+    item: NDArray[np.intp]
+    pair: NDArray[np.intp]
+    cell: NDArray[np.intp]
+    amount: NDArray[np.float64]
+    n_values: int
+
+
+def _similarities(
+    s_model: Mapping[str, ArrayLike] | None, m: int
+) -> dict[str, NDArray[np.float64]]:
+    similarities = {
+        kind: as_square(s, name=f"s_model[{kind!r}]") for kind, s in (s_model or {}).items()
+    }
+    for kind, s in similarities.items():
+        if s.shape[0] != m:
+            raise ValueError(f"s_model[{kind!r}] must be {m} x {m}; got {s.shape}")
+    return similarities
+
+
+def _undefined(similarities: Mapping[str, object]) -> DicBaeIntervals:
+    nan = Interval(math.nan, math.nan, math.nan, 0, np.zeros(0))
+    return DicBaeIntervals(nan, dict.fromkeys(similarities, nan), 0, 0)
+
+
+def _pair_table_bootstrap(
+    *,
+    human: _Tables,
+    model: _Tables,
+    rated: tuple[NDArray[np.intp], NDArray[np.intp]],
+    shared: tuple[NDArray[np.intp], NDArray[np.intp]] | None,
+    kappa: Callable[[NDArray[np.float64]], float | NDArray[np.float64]],
+    n_items: int,
+    n_annotators: int,
+    min_overlap: int,
+    similarities: Mapping[str, NDArray[np.float64]],
+    bound: float,
+    n_boot: int,
+    confidence: float,
+    seed: Seed,
+) -> list[Interval]:
+    """DIC and each BAE with percentile intervals from item-weighted sums of pair tables.
+
+    Columns of the ``(n_items, ...)`` contributions: the human tables, the model's, each
+    annotator's items (``rated``: the diagonal) and, when ``shared`` is given, each pair's
+    shared items (else the human table's total is the overlap, as for confusion tables).
+    """
+    if not bound > 0:
+        raise ValueError(f"bound must be positive; got {bound}")
+    n_boot = _check_n_boot(n_boot)
+    m = n_annotators
+    n_pairs, vh, vp = m * (m - 1) // 2, human.n_values, model.n_values
     human_at = n_pairs * vh * vh
     counts_at = human_at + n_pairs * vp * vp
-    column = np.concatenate(
-        [
-            pair * vh * vh + data_h.code[first] * vh + data_h.code[second],
-            human_at + pair * vp * vp + data_p.code[first] * vp + data_p.code[second],
-            counts_at + data_h.annotator,
-        ]
-    )
-    rows = np.concatenate([item, item, data_h.item])
-    features, used = _features(rows, column, np.ones(column.size), n_items)
-    width = counts_at + m
+    shared_at = counts_at + m
+    blocks = [
+        (human.item, human.pair * vh * vh + human.cell, human.amount),
+        (model.item, human_at + model.pair * vp * vp + model.cell, model.amount),
+        (rated[0], counts_at + rated[1], np.ones(rated[0].size)),
+    ]
+    if shared is not None:
+        blocks.append((shared[0], shared_at + shared[1], np.ones(shared[0].size)))
+    rows, column, value = (np.concatenate(parts) for parts in zip(*blocks, strict=True))
+    keep = value != 0
+    features, used = _features(rows[keep], column[keep], value[keep], n_items)
+    width = shared_at + (n_pairs if shared is not None else 0)
     upper_k, upper_l = np.triu_indices(m, 1)
     diagonal = np.arange(m)
 
@@ -676,16 +887,16 @@ def dic_bae_bootstrap(
         cells[:, used] = sums
         tables_h = cells[:, :human_at].reshape(-1, n_pairs, vh, vh)
         tables_p = cells[:, human_at:counts_at].reshape(-1, n_pairs, vp, vp)
-        overlap = tables_h.sum(axis=(-2, -1))
-        diag = np.where(cells[:, counts_at:] >= min_overlap, 1.0, np.nan)
+        overlap = tables_h.sum(axis=(-2, -1)) if shared is None else cells[:, shared_at:]
+        diag = np.where(cells[:, counts_at:shared_at] >= min_overlap, 1.0, np.nan)
         matrices = []
         for tables in (tables_h, tables_p):
             with np.errstate(divide="ignore", invalid="ignore"):
-                kappa = np.asarray(kappa_from_confusion(tables), dtype=float)
-            kappa[overlap < min_overlap] = np.nan
+                values = np.asarray(kappa(tables), dtype=float)
+            values[overlap < min_overlap] = np.nan
             full = np.empty((sums.shape[0], m, m))
-            full[:, upper_k, upper_l] = kappa
-            full[:, upper_l, upper_k] = kappa
+            full[:, upper_k, upper_l] = values
+            full[:, upper_l, upper_k] = values
             full[:, diagonal, diagonal] = diag
             matrices.append(full)
         m_true, m_pred = matrices
@@ -705,10 +916,7 @@ def dic_bae_bootstrap(
 
     estimate = replicates(np.ones((1, n_items)))[0]
     drawn = np.concatenate([replicates(w) for w in _weight_chunks(n_items, n_boot, seed)])
-    intervals = [
+    return [
         _percentile_interval(float(estimate[j]), drawn[:, j], n_items, confidence)
         for j in range(drawn.shape[1])
     ]
-    return DicBaeIntervals(
-        intervals[0], dict(zip(similarities, intervals[1:], strict=True)), n_items, n_cells
-    )

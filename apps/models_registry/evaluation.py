@@ -17,15 +17,16 @@ chooses the inputs the paper prescribes and packs the results as JSON:
   each pair traced (:func:`pooled_kappa_sda`); Pearson's r per annotator replaces accuracy.
 * **MDS maps**: the human map of ``S_true`` and the model's map, Procrustes-aligned to it,
   over the annotators whose similarities are all defined in both.
-* **Intervals** (categorical runs): 95 % percentile intervals of DIC and of BAE per level
-  from one bootstrap over items (:func:`~analytics.metrics.dic_bae_bootstrap`,
+* **Intervals**: 95 % percentile intervals of DIC and of BAE per level from one bootstrap
+  over items (:func:`~analytics.metrics.dic_bae_bootstrap`; traces:
+  :func:`~analytics.metrics.dic_bae_bootstrap_sda` on the per-item pair tables,
   :data:`BOOTSTRAP_REPLICATES` replicates, seed :data:`SEED`), with the evidence: ``n_items``
   (items with a cell) and ``n_cells``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,6 +40,7 @@ from analytics.metrics import (
     cosine_similarity_matrix,
     dic,
     dic_bae_bootstrap,
+    dic_bae_bootstrap_sda,
     dic_consensus_baseline,
     dic_random_baseline,
     fleiss_kappa,
@@ -292,30 +294,82 @@ def _by_item(traces: dict[Cell, NDArray[np.float64]]) -> dict[int, list[Cell]]:
     return cells
 
 
+class ItemPairTables(NamedTuple):
+    """Sign-coincidence tables of every pair of annotators on every item both traced.
+
+    Row ``r``: ``tables[r]`` (3 x 3) of annotators ``first[r] < second[r]`` on ``item[r]``;
+    ``traced`` = ``(items, annotators)`` of every trace (the cells).
+    """
+
+    item: NDArray[np.intp]
+    first: NDArray[np.intp]
+    second: NDArray[np.intp]
+    tables: NDArray[np.float64]
+    traced: tuple[NDArray[np.intp], NDArray[np.intp]]
+
+
+def item_pair_tables(traces: dict[Cell, NDArray[np.float64]], *, tol: float) -> ItemPairTables:
+    """Per item, the traces (cut to the item's shortest) give every pair's 3 x 3 table of
+    difference-sign coincidences (``sign_coincidence_matrix``: one matrix product per item).
+    Two dicts with the same cells and trace lengths give their rows in the same order."""
+    items, firsts, seconds, tables = [], [], [], []
+    for item, cells in _by_item(traces).items():
+        ks = np.array([k for k, _ in cells], dtype=np.intp)  # increasing: cells are sorted
+        length = min(traces[cell].size for cell in cells)
+        stacked = np.vstack([traces[cell][:length] for cell in cells])
+        first, second = np.triu_indices(ks.size, 1)
+        items.append(np.full(first.size, item, dtype=np.intp))
+        firsts.append(ks[first])
+        seconds.append(ks[second])
+        tables.append(sign_coincidence_matrix(stacked, tol=tol)[first, second])
+    cells = sorted(traces)
+    traced = (
+        np.array([item for _, item in cells], dtype=np.intp),
+        np.array([k for k, _ in cells], dtype=np.intp),
+    )
+    if not items:
+        empty = np.zeros(0, dtype=np.intp)
+        return ItemPairTables(empty, empty, empty, np.zeros((0, 3, 3)), traced)
+    return ItemPairTables(
+        np.concatenate(items),
+        np.concatenate(firsts),
+        np.concatenate(seconds),
+        np.concatenate(tables).astype(np.float64),
+        traced,
+    )
+
+
+def _pooled(tables: ItemPairTables, n_annotators: int) -> NDArray[np.float64]:
+    """kappa_SDA of every pair from its tables summed over items (see :func:`pooled_kappa_sda`)."""
+    m = n_annotators
+    pair = tables.first * m + tables.second
+    cells = tables.tables.reshape(-1, 9)
+    counts = np.stack(
+        [np.bincount(pair, weights=cells[:, c], minlength=m * m) for c in range(9)], axis=-1
+    ).reshape(m, m, 3, 3)
+    shared = np.bincount(pair, minlength=m * m).reshape(m, m)
+    counts += counts.transpose(1, 0, 3, 2)
+    shared += shared.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kappa = np.asarray(kappa_sda_from_counts(counts), dtype=float)
+    kappa[shared < TRACE_MIN_ITEMS] = np.nan
+    traced = np.bincount(tables.traced[1], minlength=n_annotators)
+    kappa[np.diag_indices_from(kappa)] = np.where(traced >= TRACE_MIN_ITEMS, 1.0, np.nan)
+    return kappa
+
+
 def pooled_kappa_sda(
     traces: dict[Cell, NDArray[np.float64]], *, n_annotators: int, tol: float
 ) -> NDArray[np.float64]:
     r"""kappa_SDA of every pair of annotators, pooled over the items both traced.
 
     Per item, the traces (cut to the item's shortest) give every pair's 3 x 3 table of
-    difference-sign coincidences (``sign_coincidence_matrix``); tables add up over items and
+    difference-sign coincidences (:func:`item_pair_tables`); tables add up over items and
     ``kappa_sda_from_counts`` turns each pair's sum into kappa_SDA (Booth & Narayanan 2020).
     Pairs sharing fewer than :data:`TRACE_MIN_ITEMS` items are nan; the diagonal is 1 for
     annotators who traced that many items and nan for the others, as in ``pairwise_kappa``.
     """
-    counts = np.zeros((n_annotators, n_annotators, 3, 3))
-    shared = np.zeros((n_annotators, n_annotators), dtype=int)
-    for cells in _by_item(traces).values():
-        ks = [k for k, _ in cells]
-        length = min(traces[cell].size for cell in cells)
-        stacked = np.vstack([traces[cell][:length] for cell in cells])
-        counts[np.ix_(ks, ks)] += sign_coincidence_matrix(stacked, tol=tol)
-        shared[np.ix_(ks, ks)] += 1
-    with np.errstate(invalid="ignore", divide="ignore"):
-        kappa = np.asarray(kappa_sda_from_counts(counts), dtype=float)
-    kappa[shared < TRACE_MIN_ITEMS] = np.nan
-    kappa[np.diag_indices_from(kappa)] = np.where(np.diag(shared) >= TRACE_MIN_ITEMS, 1.0, np.nan)
-    return kappa
+    return _pooled(item_pair_tables(traces, tol=tol), n_annotators)
 
 
 def evaluate_trace_run(
@@ -344,8 +398,30 @@ def evaluate_trace_run(
     def kappa(traces: dict[Cell, NDArray[np.float64]]) -> NDArray[np.float64]:
         return pooled_kappa_sda(traces, n_annotators=n_annotators, tol=tol)
 
-    m_true = kappa(truth)
-    figures = _structure(m_true, kappa(model), min_overlap=TRACE_MIN_ITEMS, vectors=vectors)
+    truth_tables = item_pair_tables(truth, tol=tol)
+    model_tables = item_pair_tables(model, tol=tol)
+    m_true = _pooled(truth_tables, n_annotators)
+    figures = _structure(
+        m_true, _pooled(model_tables, n_annotators), min_overlap=TRACE_MIN_ITEMS, vectors=vectors
+    )
+    figures.update(
+        _intervals(
+            dic_bae_bootstrap_sda(
+                truth_tables.item,
+                truth_tables.first,
+                truth_tables.second,
+                truth_tables.tables,
+                model_tables.tables,
+                traced=truth_tables.traced,
+                n_annotators=n_annotators,
+                min_items=TRACE_MIN_ITEMS,
+                s_model=_similarities(vectors, n_annotators),
+                n_boot=BOOTSTRAP_REPLICATES,
+                confidence=CONFIDENCE,
+                seed=SEED,
+            )
+        )
+    )
     pearson_r = np.full(n_annotators, np.nan)
     for k in {k for k, _ in cells}:
         mine = [cell for cell in cells if cell[0] == k]
@@ -365,7 +441,6 @@ def evaluate_trace_run(
     figures.update(
         measure="kappa_SDA",
         n_cells=len(cells),
-        n_items=len({item for _, item in cells}),
         accuracy=[None] * n_annotators,
         accuracy_mean=None,
         pearson=_json(pearson_r),

@@ -148,7 +148,9 @@ def test_trace_run_page(open_page, sign_in, screenshot):
     page = open_page()
     sign_in(page, tsim.study.created_by.username)
     page.goto(f"/studies/{tsim.study.pk}/models/runs/{run.pk}/")
-    expect(page.locator("#figure-dic")).to_have_text(f"{figures['dic']:.3f}")
+    expect(page.locator("#figure-dic")).to_have_text(
+        _shown(figures["dic"], figures["dic_interval"])
+    )
     expect(page.get_by_text("kappa_SDA (≤ 0 darkest)").first).to_be_visible()
     expect(page.locator("svg.mr-heatmap")).to_have_count(2)
     expect(page.locator("svg.mr-map")).to_have_count(2)

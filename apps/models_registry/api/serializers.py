@@ -51,8 +51,7 @@ INTERVAL_FIELD = serializers.ListField(
 )
 INTERVAL_HELP = (
     "95 % percentile interval [low, high] from a bootstrap over the `n_items` items "
-    "(categorical runs; null for trace runs, evaluations from before intervals, or too "
-    "little data)."
+    "(null for evaluations made before intervals existed, or with too little data)."
 )
 
 

@@ -18,6 +18,7 @@ from analytics.metrics import (
     cosine_similarity_matrix,
     dic,
     dic_bae_bootstrap,
+    dic_bae_bootstrap_sda,
     dic_consensus_baseline,
     dic_random_baseline,
     mds_embedding,
@@ -288,3 +289,28 @@ def test_dic_bae_bootstrap_without_shared_cells_and_bad_input():
         dic_bae_bootstrap(human, human, s_model={"f": np.eye(3)})
     with pytest.raises(ValueError, match="n_boot must be a positive integer"):
         dic_bae_bootstrap(human, human, n_boot=0)
+
+
+def test_dic_bae_bootstrap_sda_takes_pairs_in_either_order_and_checks_input():
+    rng = np.random.default_rng(2)
+    tables = rng.integers(0, 9, (6, 3, 3)).astype(float)
+    model = rng.integers(0, 9, (6, 3, 3)).astype(float)
+    item = np.repeat([10, 20], 3)
+    first, second = np.tile([0, 0, 1], 2), np.tile([1, 2, 2], 2)
+    traced = (np.repeat([10, 20], 3), np.tile([0, 1, 2], 2))
+    kw = {"traced": traced, "n_annotators": 3, "n_boot": 50, "seed": 0}
+    res = dic_bae_bootstrap_sda(item, first, second, tables, model, **kw)
+    flipped = dic_bae_bootstrap_sda(
+        item, second, first, tables.transpose(0, 2, 1), model.transpose(0, 2, 1), **kw
+    )
+    assert flipped.dic.estimate == pytest.approx(res.dic.estimate)
+    np.testing.assert_allclose(flipped.dic.replicates, res.dic.replicates)
+    assert (res.n_items, res.n_cells) == (2, 6)
+    with pytest.raises(ValueError, match=r"different indices in 0\.\.2"):
+        dic_bae_bootstrap_sda(item, first, first, tables, model, **kw)
+    with pytest.raises(ValueError, match="among the traced items"):
+        dic_bae_bootstrap_sda(item + 1, first, second, tables, model, **kw)
+    with pytest.raises(ValueError, match="one row per item and pair"):
+        dic_bae_bootstrap_sda(item, first, second, tables[:5], model, **kw)
+    with pytest.raises(ValueError, match="min_items must be a positive integer"):
+        dic_bae_bootstrap_sda(item, first, second, tables, model, min_items=0, **kw)
