@@ -31,7 +31,13 @@ from analytics.metrics.preferences import (
 )
 from apps.annotations.models import Assignment
 from apps.items.models import Item
-from apps.preferences.checks import CheckPlan, check_due, checked_slots, expected_checks
+from apps.preferences.checks import (
+    CheckPlan,
+    check_due,
+    check_plan,
+    checked_slots,
+    expected_checks,
+)
 from apps.preferences.models import (
     Judgement,
     PairPool,
@@ -595,7 +601,8 @@ def judgement_progress(*, question: Question, annotator: Account) -> dict[str, i
     """
     session = PairSession.objects.filter(question=question, annotator=annotator).first()
     if session is not None:
-        return pair_state(session=session).progress
+        plan = check_plan(question=question, annotator=annotator)  # a participant's checks
+        return pair_state(session=session, plan=plan).progress
     n = Assignment.objects.filter(study_id=question.study_id, annotator=annotator, round=1).count()
     try:
         pairwise = clean_pairwise_settings(question.settings)
