@@ -170,6 +170,11 @@ class ItemScoreSerializer(serializers.Serializer):
 
 
 class ScoresSerializer(serializers.Serializer):
+    count = serializers.IntegerField(help_text="Items in the score table (every page).")
+    next = serializers.URLField(
+        allow_null=True, help_text="The next page of items (null on the last one)."
+    )
+    previous = serializers.URLField(allow_null=True, help_text="The previous page of items.")
     bt_alpha = serializers.FloatField(
         help_text="Ridge penalty of the Bradley-Terry fit: 0, or small when the comparison "
         "graph is not strongly connected."
@@ -184,5 +189,7 @@ class ScoresSerializer(serializers.Serializer):
         help_text="Annotator -> weight of their judgements in the pooled Bradley-Terry fit, "
         "(1 - 2e)^2 for their measured error rate e.",
     )
-    items = ItemScoreSerializer(many=True)
+    items = ItemScoreSerializer(
+        many=True, help_text="One page of the items, best first (by rank; unranked last)."
+    )
     annotators = AnnotatorConsistencySerializer(many=True)

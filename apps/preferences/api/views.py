@@ -19,8 +19,10 @@ from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.viewsets import GenericViewSet
 
+from annotate_site.api_pagination import CappedLimitOffsetPagination
 from apps.items.models import Item
 from apps.preferences.api.serializers import (
     JudgementCreateSerializer,
@@ -48,6 +50,20 @@ QUESTION_KEY = OpenApiParameter(
     OpenApiParameter.PATH,
     description="The key of a pairwise question of the study.",
 )
+#: ``?limit=`` and ``?offset=`` of the capped page (documented by hand: an action that is not a
+#: list gets no pagination parameters from the schema generator).
+PAGE_PARAMETERS = [
+    OpenApiParameter(
+        "limit",
+        OpenApiTypes.INT,
+        OpenApiParameter.QUERY,
+        description=f"Items per page (default {api_settings.PAGE_SIZE}, at most "
+        f"{CappedLimitOffsetPagination.max_limit:,}).",
+    ),
+    OpenApiParameter(
+        "offset", OpenApiTypes.INT, OpenApiParameter.QUERY, description="Items skipped."
+    ),
+]
 JUDGEMENT_FILTERS = {"study": "question__study_id", "question": "question_id"}
 
 
@@ -127,16 +143,19 @@ class StudyPairViewSet(InStudyMixin, GenericViewSet):
         context = {**self.get_serializer_context(), **_viewer(request)}
         return Response(JudgementSerializer(judgement, context=context).data)
 
-    @extend_schema(responses={200: ScoresSerializer})
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: ScoresSerializer})
     @action(detail=True, methods=["get"], permission_classes=[IsAuthenticated, IsStudyManager])
     def scores(self, request: Request, study_pk: str, question_key: str) -> Response:
         """Bradley-Terry strengths (pooled), count scores and consistency per annotator.
 
-        Managers only. Every item, best first; ``bt_se_exact`` is false when the standard
-        errors are approximated (over 2,000 items).
+        Managers only. ``items`` is one capped page of the items, best first (``?limit=`` and
+        ``?offset=``, ``next`` links the rest; the scores CSV holds every item in one
+        download); ``bt_se_exact`` is false when the standard errors are approximated (over
+        2,000 items).
         """
         question = self._question()
         scores = question_scores(question=question)
+        page = self.paginate_queryset(scores.rows)  # capped pages, as every list of the API
         items = [
             {
                 "item": row.item,
@@ -148,9 +167,12 @@ class StudyPairViewSet(InStudyMixin, GenericViewSet):
                     zip(scores.annotators, map(_finite, row.scales), strict=True)
                 ),
             }
-            for row in scores.rows
+            for row in page
         ]
         data = {
+            "count": self.paginator.count,
+            "next": self.paginator.get_next_link(),
+            "previous": self.paginator.get_previous_link(),
             "bt_alpha": scores.alpha,
             "bt_se_exact": scores.se_exact,
             "n_judgements": scores.n_judgements,

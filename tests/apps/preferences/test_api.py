@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from annotate_site.api_pagination import CappedLimitOffsetPagination
 from apps.preferences.models import Judgement
 from tests.apps.preferences.conftest import answer_all, by_level
 from tests.factories import UserFactory
@@ -170,3 +171,49 @@ def test_scores_report_sides_and_reliability(api_client, pairwise):
     assert rows[annotator.username]["flagged"] is False
     scores = api_client.get(scores_url(pairwise)).json()
     assert scores["weights"] == {annotator.username: 1.0}  # trusted: nothing measured
+
+
+def test_scores_come_in_capped_pages_that_add_up_to_the_whole_table(
+    api_client, pairwise, monkeypatch, django_assert_max_num_queries
+):
+    # 100,000 items would be 100,000 serialised rows: the API answers a capped page (the
+    # CSV holds every item); the pages, in order, are the table ranked best first
+    levels = {item.pk: k for k, item in enumerate(pairwise.items)}
+    for annotator in pairwise.annotators:
+        answer_all(pairwise.question, annotator, by_level(levels))
+    api_client.force_authenticate(pairwise.manager)
+    whole = api_client.get(scores_url(pairwise), {"limit": 1000}).json()
+    assert (whole["count"], whole["next"], whole["previous"]) == (5, None, None)
+    assert [row["rank"] for row in whole["items"]] == [1, 2, 3, 4, 5]
+    assert [row["item"] for row in whole["items"]] == sorted(levels, key=levels.get)[::-1]
+    rows, url, pages = [], scores_url(pairwise) + "?limit=2", []
+    while url:
+        body = api_client.get(url).json()
+        pages.append(len(body["items"]))
+        assert {k: v for k, v in body.items() if k not in ("items", "next", "previous")} == {
+            k: v for k, v in whole.items() if k not in ("items", "next", "previous")
+        }
+        rows += body["items"]
+        url = body["next"]
+    assert pages == [2, 2, 1]
+    assert rows == whole["items"]
+    assert (
+        "offset=2"
+        in api_client.get(scores_url(pairwise), {"limit": 2, "offset": 4}).json()["previous"]
+    )
+    monkeypatch.setattr(CappedLimitOffsetPagination, "max_limit", 3)
+    capped = api_client.get(scores_url(pairwise), {"limit": 1000}).json()
+    assert len(capped["items"]) == 3
+    assert capped["next"] is not None
+    # the default page size applies without a limit
+    monkeypatch.setattr(CappedLimitOffsetPagination, "default_limit", 4)
+    assert len(api_client.get(scores_url(pairwise)).json()["items"]) == 4
+    with django_assert_max_num_queries(SCORES_QUERIES):
+        api_client.get(scores_url(pairwise), {"limit": 1})
+    with django_assert_max_num_queries(SCORES_QUERIES):
+        api_client.get(scores_url(pairwise), {"limit": 1000})
+
+
+#: Queries of a scores page: none per item, per judgement or per annotator (the table and the
+#: reports read every annotator's judgements and sessions in one query each).
+SCORES_QUERIES = 7
