@@ -590,3 +590,33 @@ def test_side_bias():
     assert side_bias(80, 20).share_a == 0.8
     assert side_bias(80, 20).p_value < 1e-8
     assert math.isnan(side_bias(0, 0).share_a)
+
+
+def test_bradley_terry_newton_steps_run_with_one_blas_thread(monkeypatch):
+    # Vector products of O(items) each: OpenBLAS's thread pool made the fit 4-7x slower on a
+    # loaded machine (benchmarks/pair_crowd.py); the fit runs them on one thread whatever
+    # the process's setting, and gives the process its setting back
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from analytics.metrics import preferences
+
+    def blas_threads() -> set[int]:
+        return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    seen: list[set[int]] = []
+    solve = preferences._solve_gauged
+
+    def spy(*args, **kwargs):
+        seen.append(blas_threads())
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(preferences, "_solve_gauged", spy)
+    rng = np.random.default_rng(4)
+    judgements = [(int(a), int(b), 1) for a, b in rng.integers(0, 30, size=(300, 2)) if a != b]
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        bradley_terry(judgements, alpha=0.01)
+        assert blas_threads() == before
+    assert before == {2}
+    assert seen
+    assert all(threads == {1} for threads in seen)
