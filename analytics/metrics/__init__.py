@@ -47,6 +47,7 @@ from .model_agreement import (
     dic_consensus_baseline,
     dic_random_baseline,
     mds_embedding,
+    paired_difference,
     procrustes_align,
 )
 from .outliers import (
@@ -214,6 +215,7 @@ __all__ = [
     "mse",
     "mse_matrix",
     "normal_interval",
+    "paired_difference",
     "pairwise_aad",
     "pairwise_confusion",
     "pairwise_kappa",

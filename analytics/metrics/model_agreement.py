@@ -44,6 +44,7 @@ __all__ = [
     "dic_consensus_baseline",
     "dic_random_baseline",
     "mds_embedding",
+    "paired_difference",
     "procrustes_align",
 ]
 
@@ -806,6 +807,68 @@ def dic_bae_bootstrap_sda(
         dict(zip(similarities, intervals[1:], strict=True)),
         int(ids.size),
         int(cell_item.size),
+    )
+
+
+def paired_difference(
+    replicates_a: ArrayLike,
+    replicates_b: ArrayLike,
+    *,
+    estimate_a: float,
+    estimate_b: float,
+    confidence: float = 0.95,
+) -> Interval:
+    r"""Difference of two figures with a percentile interval from paired bootstrap replicates.
+
+    Parameters
+    ----------
+    replicates_a, replicates_b : array_like, shape (n_boot,)
+        Replicates of the two figures from the *same* resamples (e.g. :func:`dic_bae_bootstrap`
+        of two runs on the same answers, items and seed: replicate ``b`` of both drew the same
+        items).
+    estimate_a, estimate_b : float
+        The figures on the data.
+    confidence : float
+        Two-sided coverage.
+
+    Returns
+    -------
+    Interval
+        ``estimate`` = ``estimate_a - estimate_b``, percentile bounds of the replicate
+        differences (pairs with a nan left out), ``n`` = replicate pairs used.
+
+    Notes
+    -----
+    .. math:: \Delta^{(b)} = \theta_A^{(b)} - \theta_B^{(b)}
+
+    Pairing removes the variation the two figures share (which items were drawn), so the
+    interval of :math:`\Delta` is narrower than the two figures' own intervals suggest; two
+    runs are distinguishable when it excludes 0 (Efron & Tibshirani 1993, ch. 13).
+
+    References
+    ----------
+    Efron, B. & Tibshirani, R. J. (1993). An Introduction to the Bootstrap. Chapman &
+    Hall/CRC. doi:10.1201/9780429246593
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> shared = rng.normal(0, 0.05, 1000)  # both figures move with the items drawn
+    >>> a, b = 0.60 + shared, 0.58 + shared + rng.normal(0, 0.005, 1000)
+    >>> d = paired_difference(a, b, estimate_a=0.60, estimate_b=0.58)
+    >>> round(d.estimate, 2), bool(d.low > 0)
+    (0.02, True)
+    """
+    a = np.asarray(replicates_a, dtype=np.float64).ravel()
+    b = np.asarray(replicates_b, dtype=np.float64).ravel()
+    if a.size != b.size or a.size == 0:
+        raise ValueError(f"paired replicates need one non-empty length; got {a.size} and {b.size}")
+    difference = a - b
+    finite = np.isfinite(difference)
+    if not finite.any():
+        return Interval(estimate_a - estimate_b, math.nan, math.nan, 0, difference)
+    return _percentile_interval(
+        float(estimate_a - estimate_b), difference[finite], int(finite.sum()), confidence
     )
 
 

@@ -26,6 +26,7 @@ chooses the inputs the paper prescribes and packs the results as JSON:
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -144,8 +145,13 @@ def _similarities(
     return out
 
 
-def _intervals(result: DicBaeIntervals) -> dict[str, Any]:
-    """The intervals and evidence of :func:`dic_bae_bootstrap` as figures (JSON-ready)."""
+def _intervals(result: DicBaeIntervals, *, items: NDArray[np.intp]) -> dict[str, Any]:
+    """The intervals and evidence of :func:`dic_bae_bootstrap` as figures (JSON-ready).
+
+    ``items`` are the resampled items (column indices or item ids, increasing): their digest
+    and DIC's replicates let the leaderboard pair two runs' replicates, which drew the same
+    items when the answers, the items and the seed are the same.
+    """
 
     def bounds(interval: Interval) -> list[float | None] | None:
         pair = _json(np.array([interval.low, interval.high]))
@@ -162,6 +168,10 @@ def _intervals(result: DicBaeIntervals) -> dict[str, Any]:
         "bae_interval": {kind: bounds(i) for kind, i in result.bae.items()},
         "bae_bias": {kind: bias(i) for kind, i in result.bae.items()},
         "n_items": result.n_items,
+        "dic_replicates": _json(
+            np.zeros(0) if result.dic.replicates is None else result.dic.replicates
+        ),
+        "bootstrap_items": hashlib.sha256(np.asarray(items, dtype=np.int64).tobytes()).hexdigest(),
         "interval": {
             "method": "item bootstrap, percentile",
             "n_boot": BOOTSTRAP_REPLICATES,
@@ -233,8 +243,9 @@ def evaluate_run(
         ``n_cells``, ``min_overlap``, ``measure``; the intervals ``dic_interval`` and
         ``bae_interval`` (per level; ``[low, high]`` or ``None``), ``dic_bias`` and
         ``bae_bias`` (per level: mean replicate minus estimate, the bootstrap's estimate of
-        the bias), ``n_items`` and ``interval`` (method, replicates, confidence); nan as
-        ``None``.
+        the bias), ``n_items``, ``dic_replicates`` and ``bootstrap_items`` (a digest of the
+        resampled items: for paired comparisons of runs) and ``interval`` (method,
+        replicates, confidence); nan as ``None``.
     """
     both = ~np.isnan(human) & ~np.isnan(predicted)
     human = np.where(both, human, np.nan)
@@ -268,7 +279,8 @@ def evaluate_run(
                 n_boot=BOOTSTRAP_REPLICATES,
                 confidence=CONFIDENCE,
                 seed=SEED,
-            )
+            ),
+            items=np.flatnonzero(both.any(axis=0)),
         )
     )
     figures["baselines"].update(
@@ -419,7 +431,8 @@ def evaluate_trace_run(
                 n_boot=BOOTSTRAP_REPLICATES,
                 confidence=CONFIDENCE,
                 seed=SEED,
-            )
+            ),
+            items=np.unique(truth_tables.traced[0]),
         )
     )
     pearson_r = np.full(n_annotators, np.nan)

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
 from numpy.typing import NDArray
 
+from analytics.metrics import paired_difference
 from analytics.selectors import question_ratings
 from apps.annotations.models import Annotation
 from apps.continuous.config import trace_settings
@@ -218,17 +219,56 @@ class Leaderboard:
     references: list[LeaderboardRow]  # Random / Consensus / Uniform
 
     @property
-    def top_two_separated(self) -> bool | None:
-        """Whether the DIC intervals of the two best runs are disjoint (their order is then
-        established at the 95 % level); None when fewer than two runs have an interval.
+    def top_two(self) -> RankingCheck | None:
+        """Whether the two best runs' DIC differ; None when fewer than two have an interval.
 
-        Disjoint 95 % intervals imply a difference; overlapping ones do not prove there is
-        none (a paired test is sharper), so the page words an overlap as "not shown"."""
-        ranked = [row.dic_interval for row in self.rows[:2] if row.dic_interval]
-        if len(ranked) < 2:
+        When both were evaluated on the same answers, items and bootstrap (so replicate ``b``
+        of each drew the same items), the paired bootstrap interval of the DIC difference
+        decides (distinguishable when it excludes 0). Otherwise, disjoint 95 % intervals
+        establish the order; overlapping ones do not prove there is no difference, so the
+        page words an overlap as "not shown to differ"."""
+        if len(self.rows) < 2:
             return None
-        (_, best_high), (next_low, _) = ranked
-        return best_high < next_low
+        best, second = self.rows[0], self.rows[1]
+        if not best.dic_interval or not second.dic_interval:
+            return None
+        a, b = best.evaluation, second.evaluation
+        if a is not None and b is not None and _same_resamples(a, b):
+            difference = paired_difference(
+                np.array(a.figures["dic_replicates"], dtype=float),
+                np.array(b.figures["dic_replicates"], dtype=float),
+                estimate_a=float(best.dic or 0.0),
+                estimate_b=float(second.dic or 0.0),
+            )
+            low, high = float(difference.low), float(difference.high)
+            return RankingCheck(
+                separated=bool(high < 0 or low > 0),
+                difference=(float(difference.estimate), low, high),
+            )
+        return RankingCheck(separated=best.dic_interval[1] < second.dic_interval[0])
+
+
+@dataclass(frozen=True)
+class RankingCheck:
+    """Whether the two best runs are distinguishable, and how it was decided: ``difference``
+    = (best - second DIC, low, high) of the paired bootstrap, None when only the two
+    intervals could be compared."""
+
+    separated: bool
+    difference: tuple[float, float, float] | None = None
+
+
+def _same_resamples(a: ModelRunEvaluation, b: ModelRunEvaluation) -> bool:
+    """Whether two evaluations' bootstrap replicates drew the same items, replicate by
+    replicate: same answers, same resampled items, same replicates and seed."""
+    fa, fb = a.figures, b.figures
+    return (
+        a.fingerprint == b.fingerprint
+        and bool(fa.get("bootstrap_items"))
+        and fa.get("bootstrap_items") == fb.get("bootstrap_items")
+        and fa.get("interval") == fb.get("interval")
+        and len(fa.get("dic_replicates") or []) == len(fb.get("dic_replicates") or []) > 0
+    )
 
 
 def leaderboard(*, question: Question, limit: int | None = None) -> Leaderboard:

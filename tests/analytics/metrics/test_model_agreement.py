@@ -22,6 +22,7 @@ from analytics.metrics import (
     dic_consensus_baseline,
     dic_random_baseline,
     mds_embedding,
+    paired_difference,
     pairwise_kappa,
     procrustes_align,
 )
@@ -314,3 +315,24 @@ def test_dic_bae_bootstrap_sda_takes_pairs_in_either_order_and_checks_input():
         dic_bae_bootstrap_sda(item, first, second, tables[:5], model, **kw)
     with pytest.raises(ValueError, match="min_items must be a positive integer"):
         dic_bae_bootstrap_sda(item, first, second, tables, model, min_items=0, **kw)
+
+
+def test_paired_difference_of_two_runs_on_the_same_resamples():
+    rng = np.random.default_rng(8)
+    human, good = _run(rng, n_items=300, p_missing=0.0)
+    worse = np.where(rng.random(human.shape) < 0.3, rng.integers(0, 3, human.shape), good)
+    a = dic_bae_bootstrap(human, good, n_boot=300, seed=4)
+    b = dic_bae_bootstrap(human, worse, n_boot=300, seed=4)
+    d = paired_difference(
+        a.dic.replicates, b.dic.replicates, estimate_a=a.dic.estimate, estimate_b=b.dic.estimate
+    )
+    assert d.estimate == pytest.approx(a.dic.estimate - b.dic.estimate)
+    assert d.n == 300
+    assert d.low <= d.estimate <= d.high
+    np.testing.assert_allclose(
+        [d.low, d.high], np.quantile(a.dic.replicates - b.dic.replicates, [0.025, 0.975])
+    )
+    same = paired_difference(a.dic.replicates, a.dic.replicates, estimate_a=0.5, estimate_b=0.5)
+    assert (same.estimate, same.low, same.high) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="one non-empty length"):
+        paired_difference([0.1, 0.2], [0.1], estimate_a=0.1, estimate_b=0.1)

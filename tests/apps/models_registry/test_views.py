@@ -273,8 +273,16 @@ def test_leaderboard_and_run_page_show_intervals_and_evidence(client, sim, regis
     assert shown in page
     assert '<th scope="col" class="num">Items</th>' in page
     assert f'<td class="num">{sim.ratings.shape[1]}</td>' in page
-    # the oracle's [0, 0] and the noisy run's interval are disjoint: the order is established
-    assert "The two best runs are distinguishable" in page
+    # oracle and noisy run were resampled alike: the paired difference decides
+    check = leaderboard(question=sim.question).top_two
+    assert check.separated
+    difference, low, high = check.difference
+    assert difference == pytest.approx(-figures["dic"], abs=1e-6)  # oracle's DIC is 0
+    assert high < 0
+    assert (
+        f"The two best runs are distinguishable: DIC difference {difference:.3f} "
+        f'<span class="mr-interval">[{low:.3f}, {high:.3f}]</span> (paired bootstrap'
+    ) in page
     detail = client.get(
         reverse("models_registry:run", args=[sim.study.pk, run.pk])
     ).content.decode()
@@ -293,10 +301,45 @@ def test_leaderboard_says_when_the_two_best_runs_are_not_distinguishable(client,
     board = leaderboard(question=sim.question)
     (_, best_high), (next_low, _) = (row.dic_interval for row in board.rows)
     assert next_low <= best_high
+    check = board.top_two
+    assert not check.separated
+    assert check.difference[1] < 0 < check.difference[2]
     _login(client, sim.study.created_by)
     url = reverse("models_registry:leaderboard", args=[sim.study.pk, "sentiment"])
     page = client.get(url).content.decode()
-    assert "The two best runs are not shown to differ" in page
+    assert "The two best runs are not shown to differ: DIC difference" in page
+    assert "so their order may be chance" in page
+
+
+def test_paired_difference_is_that_of_the_stored_replicates(sim, register):
+    from analytics.metrics import paired_difference
+
+    rng = np.random.default_rng(5)
+    for name, share in (("good", 0.1), ("worse", 0.4)):
+        swap = rng.random(sim.ratings.shape) < share
+        register(name, np.where(swap, rng.integers(0, 3, swap.shape), sim.ratings))
+    board = leaderboard(question=sim.question)
+    a, b = (row.evaluation.figures for row in board.rows)
+    assert a["bootstrap_items"] == b["bootstrap_items"]
+    expected = paired_difference(
+        np.array(a["dic_replicates"], dtype=float),
+        np.array(b["dic_replicates"], dtype=float),
+        estimate_a=a["dic"],
+        estimate_b=b["dic"],
+    )
+    check = board.top_two
+    assert check.difference == pytest.approx((expected.estimate, expected.low, expected.high))
+    # pairing removes the shared item variation: narrower than the two intervals' span
+    assert expected.high - expected.low < (a["dic_interval"][1] - a["dic_interval"][0]) + (
+        b["dic_interval"][1] - b["dic_interval"][0]
+    )
+    # evaluations on other answers cannot be paired: the two intervals are compared instead
+    first = board.rows[0].evaluation
+    first.fingerprint = "other answers"
+    first.save(update_fields=["fingerprint"])
+    unpaired = leaderboard(question=sim.question).top_two
+    assert unpaired.difference is None
+    assert unpaired.separated == (a["dic_interval"][1] < b["dic_interval"][0])
 
 
 def test_run_page_says_when_a_figure_lies_outside_its_interval(client, sim, register, settings):
