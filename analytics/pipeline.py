@@ -30,12 +30,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import IntegrityError, transaction
 
 from analytics import background
 from analytics.config import quality_config
+from analytics.events import layer_sync
 from analytics.models import QualityState
 from analytics.publishing import quality_publish
 from apps.annotations.models import Annotation
@@ -60,7 +60,7 @@ def _dispatch(question_id: int) -> None:
     mode = quality_config().updates
     if mode == "worker":
         try:
-            async_to_sync(get_channel_layer().send)(
+            layer_sync(get_channel_layer().send)(
                 UPDATE_CHANNEL, {"type": "quality.process", "question_id": question_id}
             )
         except Exception as exc:  # Redis down, or no worker draining the channel (ChannelFull)

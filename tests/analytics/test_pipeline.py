@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import numpy as np
 import pytest
+from channels.layers import get_channel_layer
+from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics.metrics.categorical import kappa_from_confusion, pairwise_kappa
+from analytics.pipeline import UPDATE_CHANNEL, quality_schedule
 from apps.annotations.models import Annotation, Assignment
 from apps.annotations.services import annotation_undo_last, annotations_submit
 from apps.categorical.quality import quality_process_pending, quality_rebuild, quality_stats
@@ -110,3 +114,26 @@ def test_thread_mode_brings_the_state_up_to_date_off_the_request_thread(settings
     _, fresh = quality_stats(question_id=question.pk, fresh=True)
     assert incremental.equals(fresh)
     assert incremental.confusion.sum() == 16  # 2 x 2 annotator pairs (diagonal too) x 4 items
+
+
+@pytest.mark.django_db(transaction=True)  # code inside the loop reads on its own connection
+def test_a_worker_dispatch_from_inside_a_running_event_loop_reaches_the_worker_channel(
+    settings, monkeypatch
+) -> None:
+    """A commit hands the question to the quality workers from sync code that may run inside
+    an event loop (a live server's thread, a browser test): the message must arrive, not fail
+    in ``async_to_sync`` and be left to the next sweep."""
+    settings.QUALITY_UPDATES = "worker"
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the ORM inside the loop's thread
+    study, _ = running_study(n_items=2, n_annotators=2)
+    question = study.questions.get()
+    layer = get_channel_layer()
+
+    async def commit_inside_a_loop() -> dict:
+        with transaction.atomic():
+            quality_schedule(question_id=question.pk)  # dispatched when this commits
+        return await asyncio.wait_for(layer.receive(UPDATE_CHANNEL), timeout=10)
+
+    message = asyncio.run(commit_inside_a_loop())
+    assert message == {"type": "quality.process", "question_id": question.pk}
