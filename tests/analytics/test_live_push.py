@@ -142,8 +142,11 @@ def test_pushes_send_the_changed_fragments_and_announce_them(settings, capsys):
     )
     rows = re.findall(r'<tr id="quality-row-(\d+)"', initial)
     sent_rows = re.findall(r'<tr id="quality-row-(\d+)"', later)
-    assert 'id="quality-announce" hx-swap-oob="innerHTML">1 new answer<' in initial
-    assert 'id="quality-announce" hx-swap-oob="innerHTML">1 new answer<' in later
+    # one new answer each time; whether it also raised a flag depends on which items the
+    # assignment gave the random annotator (ids differ with the tests run before)
+    said = r'id="quality-announce" hx-swap-oob="innerHTML">1 new answer(; \d+ new flags?)?<'
+    assert re.search(said, initial)
+    assert re.search(said, later)
     assert 'id="quality-summary"' in later  # the counts changed
     assert str(first.pk) in sent_rows  # the annotator's own row changed ...
     assert 'id="quality-annotators"' not in later  # ... but not the table around it
