@@ -189,6 +189,12 @@ def _latest_codes(judgements: Iterable[Judgement]) -> dict[PairKey, int]:
     return dict(_pair_code(j) for j in judgements)
 
 
+#: Pairs looked up per query by :func:`_shared_pair_views`: one condition per orientation, and
+#: SQLite refuses an expression tree deeper than 1,000 (a backlog of 500 changed pairs, e.g.
+#: after a worker was down, made every later update of the annotator fail).
+SHARED_PAIRS_PER_QUERY = 200
+
+
 def _shared_pair_views(
     *,
     question_id: int,
@@ -199,12 +205,18 @@ def _shared_pair_views(
 ) -> dict[PairKey, dict[int, int]]:
     """Other annotators' latest outcome code on each of ``pairs`` (row -> code) among their
     judgements kept after the events the state has applied."""
-    either = Q()
-    for lo, hi in pairs:
-        either |= Q(item_a_id=lo, item_b_id=hi) | Q(item_a_id=hi, item_b_id=lo)
-    sharing = (
-        Judgement.objects.filter(either, question_id=question_id).data().values("annotator_id")
-    )
+    sharing: set[int] = set()
+    listed = sorted(pairs)
+    for start in range(0, len(listed), SHARED_PAIRS_PER_QUERY):
+        either = Q()
+        for lo, hi in listed[start : start + SHARED_PAIRS_PER_QUERY]:
+            either |= Q(item_a_id=lo, item_b_id=hi) | Q(item_a_id=hi, item_b_id=lo)
+        sharing.update(
+            Judgement.objects.filter(either, question_id=question_id)
+            .data()
+            .values_list("annotator_id", flat=True)
+            .distinct()
+        )
     by_annotator: dict[int, list[Judgement]] = {}
     for judgement in _history(question_id, annotator_id__in=sharing).exclude(
         annotator_id=annotator_id

@@ -215,3 +215,44 @@ def test_dashboard_lists_and_renders_both_kinds(client, cycling_study, noisy_tra
     assert 'id="quality-traces"' in html
     assert 'class="trace-overlay"' in html
     assert "truth" in html
+
+
+def test_an_update_over_hundreds_of_changed_pairs_matches_the_rebuild():
+    # A backlog of 600 changed pairs (a worker down for a while, judgements loaded in bulk)
+    # once made one query with an OR of 1,200 conditions: SQLite refused it ("Expression tree
+    # is too large") and the annotator's update failed again on every later judgement
+    from itertools import combinations
+
+    from apps.preferences.models import Judgement
+    from apps.preferences.quality import quality_judgements_apply
+
+    setup = make_pairwise_study(n_items=40, settings={"calibration_triplets": 0, "audit_rate": 0})
+    first, second = setup.annotators
+    pairs = list(combinations([item.pk for item in setup.items], 2))[:600]
+
+    def judged(annotator, chosen, outcome):
+        return [
+            Judgement(
+                question=setup.question,
+                annotator=annotator,
+                sequence=k + 1,
+                item_a_id=a,
+                item_b_id=b,
+                outcome=outcome,
+                phase=Judgement.Phase.SORT,
+                idempotency_key=uuid.uuid4(),
+            )
+            for k, (a, b) in enumerate(chosen)
+        ]
+
+    Judgement.objects.bulk_create(judged(second, pairs[::3], -1) + judged(first, pairs, 1))
+    for annotator in (second, first):
+        quality_judgements_apply(question_id=setup.question.pk, annotator_id=annotator.pk)
+    state = QualityState.objects.get(question=setup.question)
+    live = PairwiseStats.from_bytes(state.stats, n_annotators=len(state.annotator_ids))
+    assert live.pairs.confusion.sum() > 0
+    call_command("rebuild_quality", str(setup.study.pk), stdout=None)
+    state.refresh_from_db()
+    rebuilt = PairwiseStats.from_bytes(state.stats, n_annotators=len(state.annotator_ids))
+    assert rebuilt.pairs.equals(live.pairs)
+    assert np.array_equal(rebuilt.per_annotator, live.per_annotator)
