@@ -289,14 +289,18 @@ def remove_lags(
         remain to correlate).
     rate_hz : float
         Sampling rate.
-    truth : array-like of shape (n_samples,), optional
-        The item's known signal (gold items).
+    truth : array-like of shape (n_truth,), optional
+        The item's known signal (gold items). It may be shorter than the traces (a signal
+        that covers only the start of the media): the lags are then estimated on the
+        ``n_truth`` samples it covers, and the traces are still aligned over their whole
+        length; samples past ``n_samples`` are ignored.
 
     Returns
     -------
     LagRemoval
         ``aligned`` (rows on the common window), ``lags``, ``start`` and ``stop``; crop a
-        truth to ``truth[start:stop]`` to compare it with the aligned rows.
+        truth to ``truth[start:stop]`` to compare it with the aligned rows (with a shorter
+        truth, with their first ``len(truth[start:stop])`` samples).
 
     Notes
     -----
@@ -331,9 +335,9 @@ def remove_lags(
         raise ValueError("a traced row holds nan; resample or interpolate first")
     n = arr.shape[1]
     reference = None if truth is None else as_trace(truth, name="truth")[:n]
-    if reference is not None and reference.size < n:
-        raise ValueError(f"truth has {reference.size} samples; the traces have {n}")
-    max_lag = min(float(max_lag), max(0, (n - 3) // 2) / float(rate_hz))
+    # the lags are estimated on the samples the reference covers (all of them without a truth)
+    shared = n if reference is None else reference.size
+    max_lag = min(float(max_lag), max(0, (shared - 3) // 2) / float(rate_hz))
     lags = np.zeros(arr.shape[0], dtype=np.int64)
     rows = np.flatnonzero(traced)
     lag_max = round(max_lag * float(rate_hz))
@@ -346,7 +350,7 @@ def remove_lags(
             target = reference
         # a constant trace or reference has no lag to find: it keeps 0
         found = np.zeros_like(lags)
-        found[rows] = _best_lag(_lag_correlations(arr[rows], target, lag_max)) - lag_max
+        found[rows] = _best_lag(_lag_correlations(arr[rows, :shared], target, lag_max)) - lag_max
         if np.array_equal(found, lags):
             break
         lags = found

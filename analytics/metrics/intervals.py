@@ -860,7 +860,10 @@ def indicator_intervals_traces(
     rate_hz : float
         Sampling rate of the traces.
     truths : sequence of array_like or None, optional
-        The known signal of each gold item at the same rate (None for other items).
+        The known signal of each gold item at the same rate (None for other items), of its
+        own length: the against-truth figure (``kappa_truth``) and the lags of a gold item
+        rest on the samples shared with it, while the between-annotator figures use the
+        item's whole common length, as the live figures do.
     max_lag : float
         Largest annotator lag searched, in seconds.
     tol : float
@@ -944,8 +947,9 @@ def indicator_intervals_traces(
         removal = remove_lags(mat, truth=truth, max_lag=max_lag, rate_hz=rate_hz)
         aligned.append(removal.aligned)
         if truth is not None:
+            # the samples shared with the truth: it may end before the traces
             cut = np.asarray(truth, dtype=np.float64)[removal.start : removal.stop]
-            gold.append(np.vstack([removal.aligned, cut]))
+            gold.append(np.vstack([removal.aligned[:, : cut.size], cut]))
     out = {
         "kappa_sda": kappa_sda_hac_interval(
             mats, tol=tol, targets=pairs, combine=combine, confidence=confidence

@@ -351,15 +351,18 @@ def trace_intervals(question: Question) -> IntervalSet | None:
     for item in Item.objects.filter(pk__in=by_item).order_by("pk"):
         signal = gold_signal_for_item(item)
         truth = truth_at_rate(signal, rate_hz=rate) if signal else None
+        # the traces' common length, as the live figures use it; the truth keeps its own
+        # (the against-truth figures take the samples shared with it, as item_calibration)
         n = min(t.size for t in by_item[item.pk].values())
-        n = n if truth is None else min(n, truth.size)
         if n < 2:
             continue  # shorter than one analysis step: no sign to compare
+        if truth is not None and min(n, truth.size) < 2:
+            truth = None  # no step shared with the truth: no gold figure, as live
         matrix = np.full((len(row_of), n), np.nan)
         for k, trace in by_item[item.pk].items():
             matrix[k] = trace[:n]
         items.append(matrix)
-        truths.append(None if truth is None else truth[:n])
+        truths.append(truth)
         if truth is not None:
             who, _, figures = _item_contribution(
                 by_item[item.pk], truth=truth, rate_hz=rate, tol=options.sda_tolerance

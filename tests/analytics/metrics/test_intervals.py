@@ -301,6 +301,28 @@ def test_remove_lags_drops_padded_samples():
     assert np.ptp(relative.aligned - relative.aligned.mean(axis=0)) < 1e-9
 
 
+def test_a_truth_shorter_than_the_traces_rests_only_the_truth_figures_on_its_samples():
+    """A gold signal covering the first 100 of 200 samples: the lags are found on those 100,
+    the traces are aligned over their whole length, kappa_SDA against the truth uses the
+    shared samples and the between-annotator figures do not depend on the truth at all."""
+    rng = np.random.default_rng(17)
+    base = np.cumsum(rng.standard_normal(230))
+    truth = base[15:115]
+    traces = np.vstack([base[15 - lag : 215 - lag] for lag in (2, 5, -1)])
+    out = remove_lags(traces, truth=truth, max_lag=8, rate_hz=1)
+    assert out.lags.tolist() == [2, 5, -1]
+    assert (out.start, out.stop) == (1, 195)
+    np.testing.assert_array_equal(out.aligned, np.tile(base[16:210], (3, 1)))
+    gold = indicator_intervals_traces([traces], rate_hz=1, truths=[truth], max_lag=8)
+    plain = indicator_intervals_traces([traces], rate_hz=1, max_lag=8)
+    for key in ("kappa_sda", "pooled_kappa_sda"):
+        np.testing.assert_allclose(gold[key].estimate, plain[key].estimate, atol=1e-12)
+        np.testing.assert_array_equal(gold[key].n, plain[key].n)
+    assert gold["kappa_sda"].n.tolist() == [199] * 3
+    assert gold["kappa_truth"].n.tolist() == [98] * 3  # truth[1:100]: 99 samples, 98 steps
+    np.testing.assert_allclose(gold["kappa_truth"].estimate, 1.0)
+
+
 def test_traces_entry_point_raw_aligned_and_truth():
     rng = np.random.default_rng(8)
     items, truths = [], []

@@ -1,0 +1,94 @@
+"""Trace intervals computed off the request path (``trace_intervals``) against the live
+figures of the same question (``quality_traces_process`` / ``derive_question``)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import numpy as np
+import pytest
+
+from analytics.indicators import off_diagonal, with_others
+from analytics.metrics.traces import kappa_sda_from_counts
+from analytics.models import QualityState
+from analytics.sufficient_stats import ContinuousStats
+from apps.annotations.models import Assignment
+from apps.continuous.quality import derive_question, quality_traces_process, trace_intervals
+from apps.continuous.services import gold_signal_save, trace_finish
+from apps.items.models import Item
+from tests.apps.continuous.conftest import TraceStudy, make_trace_study
+from tests.factories import ItemFactory
+
+pytestmark = pytest.mark.django_db
+
+MEDIA_SECONDS = 40.0
+SIGNAL_SECONDS = 15
+
+
+def _trace(ts: TraceStudy, annotator: Any, item: Any, values: np.ndarray) -> None:
+    """One finished trace of ``item`` sampled at 10 Hz."""
+    times = np.round(np.arange(values.size) * 0.1, 6)
+    recording = uuid.uuid4()
+    for sequence, start in enumerate(range(0, times.size, 100)):
+        part = slice(start, start + 100)
+        ts.send(annotator, item, recording, sequence, times[part], values[part])
+    trace_finish(annotator=annotator, recording_uuid=recording)
+
+
+@pytest.fixture
+def short_truth():
+    """Three annotators trace a 40 s video whose hidden gold signal lasts 15 s (a signal
+    shorter than the media), and the plain audio item."""
+    ts = make_trace_study(n_annotators=3)
+    t = np.arange(SIGNAL_SECONDS + 1)
+    gold_signal_save(key="short-wave", rate_hz=1.0, values=0.5 + 0.4 * np.sin(t / 2.0))
+    video = ItemFactory(
+        study=ts.study,
+        kind=Item.Kind.VIDEO,
+        url="https://example.org/clip.mp4",
+        text="",
+        metadata={"duration": MEDIA_SECONDS, "signal": "short-wave"},
+    )
+    for position, user in enumerate(ts.annotators, start=100):
+        Assignment.objects.create(study=ts.study, item=video, annotator=user, position=position)
+    rng = np.random.default_rng(5)
+    for item, seconds in ((video, MEDIA_SECONDS), (ts.audio_item, 20.0)):
+        t = np.arange(0, seconds + 0.05, 0.1)
+        for who, user in enumerate(ts.annotators):
+            delay = 1.0 + who
+            values = 0.5 + 0.4 * np.sin(np.maximum(t - delay, 0) / 2.0)
+            values = np.clip(values + rng.normal(0, 0.02, t.size), 0, 1)
+            _trace(ts, user, item, values)
+    quality_traces_process(question_id=ts.question.pk)
+    return ts, video
+
+
+def test_trace_intervals_are_centred_on_the_live_figures_when_the_truth_is_shorter(
+    short_truth,
+):
+    """The between-annotator figures use the traces' common length, not the truth's: each
+    annotator's kappa_SDA with others and the pooled kappa_SDA carry the live value."""
+    ts, _ = short_truth
+    state = QualityState.objects.get(question=ts.question)
+    live = derive_question(state, ts.question, with_map=False)
+    # the live figures unrounded, from the question's sufficient statistics
+    stats = ContinuousStats.from_bytes(state.stats, n_annotators=len(state.annotator_ids))
+    pair_kappa = np.asarray(kappa_sda_from_counts(stats.signs), dtype=float)
+    _, values = with_others(pair_kappa, stats.signs.sum(axis=(2, 3)), min_overlap=1)
+    live_pooled = kappa_sda_from_counts(off_diagonal(stats.signs).sum(axis=(0, 1)))
+    np.testing.assert_allclose(values, live.indicators["kappa_sda"], atol=1e-6)
+    assert live_pooled == pytest.approx(live.study["pooled_kappa_sda"], abs=1e-6)
+    found = trace_intervals(ts.question)
+    assert found is not None
+    kappa = found.per_annotator["kappa_sda"]
+    assert np.isfinite(values).all()
+    np.testing.assert_allclose(np.asarray(kappa.estimate), values, rtol=0, atol=1e-9)
+    assert np.all((np.asarray(kappa.low) <= values) & (values <= np.asarray(kappa.high)))
+    pooled = found.study["pooled_kappa_sda"]
+    assert pooled.estimate == pytest.approx(live_pooled, abs=1e-9)
+    assert pooled.low <= pooled.estimate <= pooled.high
+    # the against-truth figures rest on the samples shared with the truth only
+    assert np.asarray(found.per_annotator["kappa_truth"].n).tolist() == [1, 1, 1]  # gold items
+    assert 0 < found.samples["kappa_truth"].max() <= SIGNAL_SECONDS
+    assert found.samples["kappa_sda"].min() > SIGNAL_SECONDS  # the traces' common length
