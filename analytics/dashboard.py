@@ -217,7 +217,7 @@ def dashboard_context(
 
     context.update(
         snapshot=snapshot,
-        columns=[spec.label for spec in columns],
+        columns=[spec.heading for spec in columns],
         rows=rows,
         study_flags=by_annotator.get(None, []),
         figures=study_figures,

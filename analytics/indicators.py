@@ -63,6 +63,12 @@ class Indicator:
     interval : str or None
         Key of :attr:`Derived.intervals` holding each annotator's interval of this indicator,
         once an interval estimator fills it; ``None``: no interval.
+    live : bool
+        Whether the kind's live statistics give its value on every answer. ``False``: it is
+        computed with the intervals only (off the request path, e.g. the traces' kappa with
+        others after the lags are removed): its value is its interval's estimate, as fresh as
+        the intervals, and absent before the first set
+        (:func:`analytics.intervals.publish_intervals`).
     """
 
     key: str
@@ -72,10 +78,21 @@ class Indicator:
     rule: FlagRule | None = None
     evidence: str = "items"
     interval: str | None = None
+    live: bool = True
 
     def __post_init__(self) -> None:
         if self.rule is not None and self.direction is None:
             raise ValueError(f"indicator {self.key!r}: a flag rule needs a direction")
+        if not self.live and self.interval is None:
+            raise ValueError(
+                f"indicator {self.key!r}: a figure computed with the intervals needs one"
+            )
+
+    @property
+    def heading(self) -> str:
+        """The dashboard's column heading: the label, marked when the figure is computed with
+        the intervals only."""
+        return self.label if self.live else f"{self.label} (with the intervals)"
 
     @property
     def bad_side(self) -> float:

@@ -177,6 +177,7 @@ def publish_intervals(
             "n_answers": n_answers,
             "study": {key: _study_entry(interval) for key, interval in found.study.items()},
         }
+        _values_of_interval_figures(derived, kind.indicators)
         return
     if previous is None or "intervals" not in previous.indicators:
         return
@@ -189,6 +190,16 @@ def publish_intervals(
     derived.intervals = {**carried, **derived.intervals}
     if "intervals" in old.get("study", {}):
         derived.study["intervals"] = old["study"]["intervals"]
+    _values_of_interval_figures(derived, kind.indicators)
+
+
+def _values_of_interval_figures(derived: Derived, indicators: Sequence[Indicator]) -> None:
+    """The value of each indicator computed with the intervals only (``live=False``): its
+    stored interval's estimate per annotator (``None`` where undefined)."""
+    for spec in indicators:
+        entries = derived.intervals.get(spec.interval) if spec.interval and not spec.live else None
+        if entries is not None:
+            derived.indicators[spec.key] = [entry[0] if entry else None for entry in entries]
 
 
 def freshness(study: Mapping[str, Any], now: dt.datetime | None = None) -> str | None:
@@ -202,12 +213,16 @@ def freshness(study: Mapping[str, Any], now: dt.datetime | None = None) -> str |
     return f"intervals from {when}, {meta['n_answers']:,} answers"
 
 
-def _figure(entry: Entry, value: Any, evidence: int | None, unit: str) -> dict[str, Any]:
+def _figure(
+    entry: Entry, value: Any, evidence: int | None, unit: str, *, live: bool = True
+) -> dict[str, Any]:
     low, high = (entry[1], entry[2]) if entry else (None, None)
     n = entry[3] if entry else evidence
     figure = {"value": value, "low": low, "high": high, "evidence": n, "unit": unit}
     if entry and len(entry) > 4:
         figure.update(effective_samples=entry[4], samples=entry[5])
+    if not live:
+        figure["computed_with"] = "intervals"
     return figure
 
 
@@ -216,9 +231,11 @@ def quality_record(snapshot: QualitySnapshot, kind: QuestionKind) -> dict[str, A
     indicator's ``value``, its 95 % interval ``low``/``high`` (``None`` until computed) and the
     ``evidence`` (count, ``unit``) it rests on; the study figures alike; ``intervals``: when
     they were computed and on how many answers (``None`` before the first computation).
-    Study figures carry their ``label`` too (the dataset card prints them); one without a
-    stored interval (none computed yet) states the answers it counts (``unit`` "answers"),
-    not a count in its own unit it does not have."""
+    A figure computed with the intervals only (:attr:`Indicator.live` false) says so:
+    ``computed_with`` "intervals" (its value is the interval's estimate, as of
+    ``intervals.computed_at``). Study figures carry their ``label`` too (the dataset card
+    prints them); one without a stored interval (none computed yet) states the answers it
+    counts (``unit`` "answers"), not a count in its own unit it does not have."""
     stored = snapshot.indicators
     values, evidence = stored.get("values", {}), stored.get("evidence", {})
     intervals, study = stored.get("intervals", {}), stored.get("study", {})
@@ -233,7 +250,11 @@ def quality_record(snapshot: QualitySnapshot, kind: QuestionKind) -> dict[str, A
             entry = intervals.get(spec.interval, [None] * (k + 1))[k] if spec.interval else None
             counts = evidence.get(spec.evidence)
             figures[spec.key] = _figure(
-                entry, values[spec.key][k], counts[k] if counts else None, spec.evidence
+                entry,
+                values[spec.key][k],
+                counts[k] if counts else None,
+                spec.evidence,
+                live=spec.live,
             )
         annotators.append({"annotator": user_id, "indicators": figures})
     return {

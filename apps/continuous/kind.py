@@ -41,6 +41,12 @@ class ContinuousKind(QuestionKind):
     study_figures = (quality.POOLED_KAPPA_SDA, quality.ICC)
     answers_label = "Traces (first round)"
     heatmap_note = "kappa_SDA of each pair, sign coincidences pooled over the items both traced"
+    annotators_note = (
+        "Kappa with others, lag-corrected, is the same figure after each annotator's constant "
+        "lag is removed (estimated against the truth on gold items, else against the others' "
+        "mean; the samples a shift pads are dropped, not compared). It has no live value: it "
+        "is computed with the intervals, so it shows their centre and is as fresh as they are."
+    )
     overlap_unit = None
     dashboard_page_cards = ("continuous/dashboard_traces.html",)
     item_card = "continuous/item_traces.html"

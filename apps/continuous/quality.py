@@ -62,6 +62,16 @@ KAPPA_SDA = Indicator(
     evidence="traces",
     interval="kappa_sda",
 )
+#: Computed with the intervals only (no incremental state holds the lag-corrected tables):
+#: its value is the interval's estimate, shown once the intervals exist.
+KAPPA_SDA_ALIGNED = Indicator(
+    "kappa_sda_aligned",
+    "Kappa with others, lag-corrected",
+    direction="higher",
+    evidence="traces",
+    interval="kappa_sda_aligned",
+    live=False,
+)
 KAPPA_TRUTH = Indicator(
     "kappa_truth",
     "kappa_SDA vs truth",
@@ -87,7 +97,7 @@ TREND_F1 = Indicator(
     evidence="gold_items",
     interval="trend_f1",
 )
-INDICATORS = (TRACES_DONE, KAPPA_SDA, KAPPA_TRUTH, LAG, TREND_F1)
+INDICATORS = (TRACES_DONE, KAPPA_SDA, KAPPA_SDA_ALIGNED, KAPPA_TRUTH, LAG, TREND_F1)
 POOLED_KAPPA_SDA = StudyFigure("pooled_kappa_sda", "Pooled kappa_SDA", evidence="samples")
 #: Computed with the intervals only (off the live path): shown once they exist.
 ICC = StudyFigure("icc", "ICC(k) of the lag-corrected traces", evidence="samples")
@@ -325,8 +335,9 @@ def trace_intervals(question: Question) -> IntervalSet | None:
     (:func:`_mean_over_gold_traces`), no bounds from a single gold trace. Study: the ICC and
     the pooled kappa_SDA (every pair's raw sign tables summed, as :func:`derive_continuous`
     pools them) with the HAC interval of the same steps, ``n`` in samples (time steps where
-    two or more annotators traced) with the independent samples they are worth. ``None``
-    before the first trace."""
+    two or more annotators traced) with the independent samples they are worth. The
+    lag-corrected kappa with others (:data:`KAPPA_SDA_ALIGNED`) has no live value: its
+    interval's estimate is its value. ``None`` before the first trace."""
     state = QualityState.objects.filter(question=question).first()
     if state is None or not state.annotator_ids:
         return None

@@ -116,6 +116,14 @@ class QualityFigureSerializer(serializers.Serializer):
         required=False, help_text="Independent samples the serially correlated samples are worth."
     )
     samples = serializers.IntegerField(required=False, help_text="Samples behind the figure.")
+    computed_with = serializers.ChoiceField(
+        choices=["intervals"],
+        required=False,
+        help_text=(
+            "Present when the figure has no live value: it is computed with the intervals "
+            "(its value is the interval's estimate, as of intervals.computed_at)."
+        ),
+    )
 
 
 class AnnotatorQualitySerializer(serializers.Serializer):

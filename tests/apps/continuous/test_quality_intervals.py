@@ -11,7 +11,10 @@ import pytest
 
 from analytics.indicators import off_diagonal, with_others
 from analytics.metrics.traces import kappa_sda_from_counts
-from analytics.models import QualityState
+from analytics.intervals import evidence_text, interval_text
+from analytics.models import QualitySnapshot, QualityState
+from analytics.publishing import quality_publish
+from apps.annotations.exporting import provenance
 from analytics.sufficient_stats import ContinuousStats
 from apps.annotations.models import Assignment
 from apps.continuous.quality import derive_question, quality_traces_process, trace_intervals
@@ -92,3 +95,58 @@ def test_trace_intervals_are_centred_on_the_live_figures_when_the_truth_is_short
     assert np.asarray(found.per_annotator["kappa_truth"].n).tolist() == [1, 1, 1]  # gold items
     assert 0 < found.samples["kappa_truth"].max() <= SIGNAL_SECONDS
     assert found.samples["kappa_sda"].min() > SIGNAL_SECONDS  # the traces' common length
+
+
+def test_lag_corrected_kappa_with_others_is_shown_with_its_interval_everywhere(
+    short_truth, settings, client
+):
+    """The lag-corrected kappa_SDA with others has no live value: once the intervals are
+    computed it is an indicator whose value is its interval's estimate (the HAC interval of
+    the aligned traces), with its evidence, on the dashboard, in the API and in the export,
+    marked as computed with the intervals; before that it is not shown."""
+    ts, _ = short_truth
+    settings.QUALITY_INTERVAL_SECONDS = 0  # intervals never computed: no value to show
+    quality_publish(question_id=ts.question.pk)
+    before = QualitySnapshot.objects.filter(question=ts.question).latest("updated_at")
+    assert "kappa_sda_aligned" not in before.indicators["values"]
+    client.force_login(ts.study.created_by)
+    page = f"/studies/{ts.study.pk}/quality/?question={ts.question.pk}"
+    assert "lag-corrected (with the intervals)" not in client.get(page).content.decode()
+
+    settings.QUALITY_INTERVAL_SECONDS = 120
+    settings.QUALITY_MIN_EVIDENCE = 1
+    quality_publish(question_id=ts.question.pk, rebuild=True)
+    stored = QualitySnapshot.objects.filter(question=ts.question).latest("updated_at").indicators
+    found = trace_intervals(ts.question)
+    assert found is not None
+    aligned = found.per_annotator["kappa_sda_aligned"]
+    raw = np.asarray(stored["values"]["kappa_sda"], dtype=float)
+    values = np.asarray(stored["values"]["kappa_sda_aligned"], dtype=float)
+    entries = stored["intervals"]["kappa_sda_aligned"]
+    np.testing.assert_allclose(values, np.asarray(aligned.estimate), atol=1e-6)
+    np.testing.assert_allclose(values, [e[0] for e in entries], atol=0)
+    # the traces lag 1, 2 and 3 s behind one signal: removing the lags raises agreement
+    assert np.all(values > raw + 0.1)
+    for entry, traces in zip(entries, stored["evidence"]["traces"], strict=True):
+        assert entry[1] <= entry[0] <= entry[2]
+        assert entry[3] == traces == 2
+        assert 1 <= entry[4] <= entry[5]  # independent samples of the aligned steps
+    html = client.get(page).content.decode()
+    assert "Kappa with others, lag-corrected (with the intervals)" in html
+    assert "computed with the intervals" in html
+    for entry in entries:
+        assert interval_text(entry) in html
+        assert evidence_text(entry, "traces") in html
+    url = f"/api/studies/{ts.study.pk}/questions/{ts.question.pk}/quality/"
+    body = client.get(url).json()
+    record = provenance(study=ts.study, curated=False, include_history=False, fmt="csv")
+    exported = record["quality"][ts.question.key]["annotators"]
+    for shown in (body["annotators"], exported):
+        for k, row in enumerate(shown):
+            figure = row["indicators"]["kappa_sda_aligned"]
+            assert figure["value"] == entries[k][0]
+            assert (figure["low"], figure["high"]) == (entries[k][1], entries[k][2])
+            assert (figure["evidence"], figure["unit"]) == (2, "traces")
+            assert figure["computed_with"] == "intervals"
+            assert "computed_with" not in row["indicators"]["kappa_sda"]
+    assert body["intervals"]["computed_at"]
