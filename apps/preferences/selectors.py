@@ -358,10 +358,23 @@ def _sessions(question: Question) -> list[PairSession]:
     )
 
 
-def annotator_reports(*, question: Question) -> list[AnnotatorReport]:
-    """Per annotator: judgements asked against n(n-1)/2 and ceil(log2 n!), kappa, triplets."""
+def question_judgements(*, question: Question) -> dict[int, list[JudgementRow]]:
+    """A question's judgements not retracted, per annotator id, in order: one query, for a
+    page that passes them to both :func:`annotator_reports` and :func:`question_scores`
+    (reading them costs 0.3-0.5 s at 100,000 judgements)."""
+    return _judgements_by_annotator(question_id=question.pk)
+
+
+def annotator_reports(
+    *, question: Question, judgements: Mapping[int, Sequence[JudgementRow]] | None = None
+) -> list[AnnotatorReport]:
+    """Per annotator: judgements asked against n(n-1)/2 and ceil(log2 n!), kappa, triplets.
+
+    ``judgements`` (:func:`question_judgements`) saves reading them again.
+    """
     reports = []
-    judgements = _judgements_by_annotator(question_id=question.pk)
+    if judgements is None:
+        judgements = question_judgements(question=question)
     for session in _sessions(question):
         state = pair_state(session=session, judgements=judgements.get(session.annotator_id, []))
         n = len(session.items)
@@ -477,15 +490,19 @@ def _count_scores_of(judged: Sequence[tuple[int, int, int]]) -> AnnotatorScores:
     }
 
 
-def question_scores(*, question: Question) -> QuestionScores:
+def question_scores(
+    *, question: Question, judgements: Mapping[int, Sequence[JudgementRow]] | None = None
+) -> QuestionScores:
     """Amidei count scores (and their absolute scale) per annotator, Bradley-Terry pooled.
 
     Memory O(items + judgements): Bradley-Terry is fitted sparse over the compared pairs, each
-    annotator's count scores cover only the items they judged.
+    annotator's count scores cover only the items they judged. ``judgements``
+    (:func:`question_judgements`) saves reading them again.
     """
     sessions = _sessions(question)
     item_ids = {item for s in sessions for item in s.items}
-    judgements = _judgements_by_annotator(question_id=question.pk)
+    if judgements is None:
+        judgements = question_judgements(question=question)
     by_annotator: dict[Hashable, list[tuple[int, int, int]]] = {
         session.annotator_id: [j.as_tuple() for j in judgements.get(session.annotator_id, [])]
         for session in sessions

@@ -18,6 +18,7 @@ from apps.preferences.models import clean_pairwise_settings
 from apps.preferences.selectors import (
     annotator_reports,
     pairwise_questions,
+    question_judgements,
     question_scores,
 )
 from apps.preferences.services import judgement_record, judgement_retract, pair_next
@@ -135,8 +136,9 @@ def results(request: HttpRequest, study_id: int, question_key: str) -> HttpRespo
         settings, settings_error = clean_pairwise_settings(question.settings), None
     except ValidationError as exc:
         settings, settings_error = None, " ".join(exc.messages)
-    reports = annotator_reports(question=question)
-    scores = question_scores(question=question)
+    judgements = question_judgements(question=question)  # read once for both
+    reports = annotator_reports(question=question, judgements=judgements)
+    scores = question_scores(question=question, judgements=judgements)
     shown = scores.rows[:SCORE_TABLE_ROWS]
     items = Item.objects.only("external_id", "text").in_bulk([row.item.pk for row in shown])
     context = {

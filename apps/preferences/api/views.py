@@ -37,6 +37,7 @@ from apps.preferences.selectors import (
     annotator_reports,
     judgements_visible_to,
     pairwise_questions,
+    question_judgements,
     question_scores,
 )
 from apps.preferences.services import judgement_record, judgement_retract, pair_next
@@ -154,7 +155,8 @@ class StudyPairViewSet(InStudyMixin, GenericViewSet):
         2,000 items).
         """
         question = self._question()
-        scores = question_scores(question=question)
+        judgements = question_judgements(question=question)  # read once for both
+        scores = question_scores(question=question, judgements=judgements)
         page = self.paginate_queryset(scores.rows)  # capped pages, as every list of the API
         items = [
             {
@@ -178,7 +180,7 @@ class StudyPairViewSet(InStudyMixin, GenericViewSet):
             "n_judgements": scores.n_judgements,
             "weights": dict(scores.annotator_weights),
             "items": items,
-            "annotators": annotator_reports(question=question),
+            "annotators": annotator_reports(question=question, judgements=judgements),
         }
         return Response(ScoresSerializer(data).data)
 

@@ -216,4 +216,4 @@ def test_scores_come_in_capped_pages_that_add_up_to_the_whole_table(
 
 #: Queries of a scores page: none per item, per judgement or per annotator (the table and the
 #: reports read every annotator's judgements and sessions in one query each).
-SCORES_QUERIES = 7
+SCORES_QUERIES = 6

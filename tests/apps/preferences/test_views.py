@@ -251,3 +251,21 @@ def test_home_card_counts_judgements_as_the_comparison_page(client, pairwise):
         client.post(compare_url(pairwise), {**fields, "outcome": outcome})
     assert counts(home) == counts(compare_url(pairwise))
     assert counts(home)[0] == "2"
+
+
+def test_the_results_page_and_the_scores_api_read_the_judgements_once(client, api_client, pairwise):
+    # 100,000 judgements cost 0.3-0.5 s to read: the reports and the score table share them
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    levels = {item.pk: k for k, item in enumerate(pairwise.items)}
+    for annotator in pairwise.annotators:
+        answer_all(pairwise.question, annotator, by_level(levels))
+    client.force_login(pairwise.manager)
+    api_client.force_authenticate(pairwise.manager)
+    scores = f"/api/studies/{pairwise.study.pk}/pairs/{pairwise.question.key}/scores/"
+    for get in (lambda: client.get(results_url(pairwise)), lambda: api_client.get(scores)):
+        with CaptureQueriesContext(connection) as queries:
+            assert get().status_code == 200
+        reads = [q["sql"] for q in queries if 'FROM "preferences_judgement"' in q["sql"]]
+        assert len(reads) == 1, reads
