@@ -285,7 +285,13 @@ def dashboard_context(
             )
         ]
         context.update(
-            heatmap=heatmap_layout(matrices["kappa"], names=names, order=matrices["order"]),
+            heatmap=heatmap_layout(
+                matrices["kappa"],
+                names=names,
+                order=matrices["order"],
+                overlap=matrices.get("overlap"),
+                unit=kind.pair_evidence,
+            ),
             map=map_layout(matrices.get("mds"), names, flagged_idx),
         )
     return context

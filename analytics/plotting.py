@@ -105,16 +105,27 @@ def heatmap_layout(
     order: list[int],
     what: str = "kappa",
     size: float = HEATMAP_SIZE,
+    overlap: list[list[int]] | None = None,
+    unit: str = "items",
 ) -> dict[str, Any]:
     """Cells, row labels and legend of an annotator x annotator heatmap in ``order``.
 
     Values print inside the cells when a cell is at least :data:`CELL_TEXT_MIN` wide (the
     text stays >= 11 px on screen, ``plots.css``); every cell has a tooltip naming the pair and
-    ``what`` the value measures. The legend spans 0 to 1 (cividis).
+    ``what`` the value measures, and with ``overlap`` (the pair matrix of what each pair has
+    in common, counted in ``unit``) the evidence the value rests on: "a × b: kappa 0.40;
+    12 shared items" (the diagonal: the annotator's own count). The legend spans 0 to 1
+    (cividis).
     """
     cell = size / max(len(order), 1)
     pairs = [(i, a, j, b) for i, a in enumerate(order) for j, b in enumerate(order)]
     values = [matrix[a][b] for _, a, _, b in pairs]
+
+    def evidence(a: int, b: int) -> str:
+        if overlap is None:
+            return ""
+        return f"; {overlap[a][b]:,} {unit}" if a == b else f"; {overlap[a][b]:,} shared {unit}"
+
     cells = [
         {
             "x": px(j * cell),
@@ -125,7 +136,7 @@ def heatmap_layout(
             "fill": fill,
             "ink": _ink(value),
             "text": fmt(value, "{:.2f}") if cell >= CELL_TEXT_MIN else "",
-            "title": f"{names[a]} × {names[b]}: {what} {fmt(value, '{:.2f}')}",
+            "title": f"{names[a]} × {names[b]}: {what} {fmt(value, '{:.2f}')}{evidence(a, b)}",
         }
         for (i, a, j, b), value, fill in zip(pairs, values, colours(values), strict=True)
     ]

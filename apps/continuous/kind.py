@@ -48,6 +48,7 @@ class ContinuousKind(QuestionKind):
         "is computed with the intervals, so it shows their centre and is as fresh as they are."
     )
     overlap_unit = None
+    pair_evidence = "trace steps"  # time steps both traced, over the items they share
     dashboard_page_cards = ("continuous/dashboard_traces.html",)
     item_card = "continuous/item_traces.html"
     export_functions = {

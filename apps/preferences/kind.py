@@ -40,6 +40,7 @@ class PairwiseKind(QuestionKind):
     answers_label = "Judgements"
     heatmap_note = "Cohen's kappa of each pair on the outcomes of the pairs both judged"
     overlap_unit = "pairs"
+    pair_evidence = "pairs"
     annotators_note = (
         "Transitivity kappa is corrected for the chance level of an annotator answering at "
         "random with their own share of ties (3/4 with no ties; Amidei's fixed 13/27 holds only "

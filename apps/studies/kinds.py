@@ -70,6 +70,9 @@ class QuestionKind:
     overlap_unit : str or None
         What pairs share (``QUALITY_MIN_OVERLAP`` of them blank a cell); ``None`` if no
         minimum applies.
+    pair_evidence : str
+        What ``matrices["overlap"]`` of :meth:`derive` counts per pair (the heatmap's
+        tooltips state it as the evidence of each pair figure).
     dashboard_cards : tuple of str
         Template names of extra cards pushed with every update (light ones).
     dashboard_plots : tuple of str
@@ -111,6 +114,7 @@ class QuestionKind:
     answers_label: ClassVar[str] = "Answers"
     heatmap_note: ClassVar[str] = ""
     overlap_unit: ClassVar[str | None] = "items"
+    pair_evidence: ClassVar[str] = "items"
     dashboard_cards: ClassVar[tuple[str, ...]] = ()
     dashboard_plots: ClassVar[tuple[str, ...]] = ()
     dashboard_page_cards: ClassVar[tuple[str, ...]] = ()

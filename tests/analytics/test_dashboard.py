@@ -212,6 +212,8 @@ def test_dashboard_page_for_managers_only(client):
     for fragment in ("quality-summary", "quality-annotators", "quality-heatmap", "quality-aad"):
         assert f'id="{fragment}"' in html
     assert annotators[0].username in html
+    # every heatmap cell states the items its pair shares (4 x 3 pairs, each all 8 items)
+    assert html.count("; 8 shared items</title>") == 12
     assert re.search(r"\d+ EM iterations, converged", html)
     partial = client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert "<html" not in partial

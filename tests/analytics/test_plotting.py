@@ -86,3 +86,20 @@ def test_heatmap_cells_print_values_only_where_the_text_stays_readable():
     big = heatmap_layout(matrix[:4], names=list("abcd"), order=list(range(4)))
     assert all(cell["text"] == "" for cell in small["cells"])  # 40 px cells
     assert all(cell["text"] == "1.00" for cell in big["cells"])
+
+
+def test_heatmap_tooltips_state_the_evidence_each_pair_shares():
+    """Each cell's tooltip names the pair, its figure and what the pair has in common (the
+    stored overlap matrix), so a bare 1.00 from two shared items reads as such."""
+    matrix = [[1.0, 0.4, None], [0.4, 1.0, 0.2], [None, 0.2, 1.0]]
+    overlap = [[30, 2, 0], [2, 25, 1200], [0, 1200, 40]]
+    plot = heatmap_layout(
+        matrix, names=list("abc"), order=[2, 0, 1], overlap=overlap, unit="trace steps"
+    )
+    titles = [cell["title"] for cell in plot["cells"]]
+    assert titles[0] == "c × c: kappa 1.00; 40 trace steps"
+    assert "a × b: kappa 0.40; 2 shared trace steps" in titles
+    assert "c × b: kappa 0.20; 1,200 shared trace steps" in titles
+    assert "c × a: kappa –; 0 shared trace steps" in titles
+    bare = heatmap_layout(matrix, names=list("abc"), order=[0, 1, 2])
+    assert bare["cells"][1]["title"] == "a × b: kappa 0.40"

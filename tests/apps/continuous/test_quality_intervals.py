@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from analytics.indicators import off_diagonal, with_others
-from analytics.metrics.traces import kappa_sda_from_counts
 from analytics.intervals import evidence_text, interval_text
+from analytics.metrics.traces import kappa_sda_from_counts
 from analytics.models import QualitySnapshot, QualityState
 from analytics.publishing import quality_publish
-from apps.annotations.exporting import provenance
 from analytics.sufficient_stats import ContinuousStats
+from apps.annotations.exporting import provenance
 from apps.annotations.models import Assignment
 from apps.continuous.quality import derive_question, quality_traces_process, trace_intervals
 from apps.continuous.services import gold_signal_save, trace_finish
@@ -150,3 +150,20 @@ def test_lag_corrected_kappa_with_others_is_shown_with_its_interval_everywhere(
             assert figure["computed_with"] == "intervals"
             assert "computed_with" not in row["indicators"]["kappa_sda"]
     assert body["intervals"]["computed_at"]
+
+
+def test_heatmap_tooltips_state_the_steps_each_pair_traced_together(short_truth, client):
+    """The pair kappa_SDA heatmap's tooltips carry the pair's evidence from the stored
+    overlap matrix: the time steps both traced, over the items they share."""
+    ts, _ = short_truth
+    quality_publish(question_id=ts.question.pk)
+    snapshot = QualitySnapshot.objects.filter(question=ts.question).latest("updated_at")
+    overlap = snapshot.matrices["overlap"]
+    # two items at 1 Hz: 40 + 20 steps for every pair
+    assert overlap[0][1] == overlap[1][2] == 60
+    client.force_login(ts.study.created_by)
+    html = client.get(f"/studies/{ts.study.pk}/quality/?question={ts.question.pk}").content
+    names = [user.username for user in ts.annotators]
+    page = html.decode()
+    assert f"{names[0]} × {names[1]}: kappa" in page
+    assert page.count("; 60 shared trace steps</title>") == 6  # the off-diagonal cells
