@@ -283,9 +283,9 @@ def main() -> None:
             )
     if args.svg:
         title = (
-            f"Pooled Kendall tau, {args.items:,} items, batches of {args.batch}, "
-            f"{args.annotators} annotators (one adversarial)"
-            + (f", mean of {args.seeds} crowds" if args.seeds > 1 else "")
+            f"Pooled tau, {args.items:,} items, batches of {args.batch}, "
+            f"{args.annotators} annotators (1 adversarial)"
+            + (f", {args.seeds} crowds" if args.seeds > 1 else "")
         )
         args.svg.write_text(curve_svg(points, title=title))
         print(f"curves written to {args.svg}")
