@@ -29,22 +29,23 @@ from django.db import close_old_connections, connection
 
 logger = logging.getLogger(__name__)
 
-_waiting: set[int] = set()
+# What waits: (queue, id) -> the callable that processes it. The quality updates use the
+# queue "quality"; other off-request work (analytics.pipeline.job_schedule) its job's name.
+_waiting: dict[tuple[str, int], Callable[[int], object]] = {}
 _busy = threading.Event()
 _wake = threading.Condition()
 _thread: threading.Thread | None = None
 _sweeper: threading.Thread | None = None
 
 
-def enqueue(question_id: int, process: Callable[[int], object]) -> None:
-    """Note that ``question_id`` has pending work; ``process`` will be called for it soon."""
+def enqueue(key: int, process: Callable[[int], object], *, queue: str = "quality") -> None:
+    """Note that ``key`` (a question id, or the id a job names) has pending work in ``queue``;
+    ``process(key)`` will be called for it soon, once however often it was enqueued meanwhile."""
     global _thread
     with _wake:
-        _waiting.add(question_id)
+        _waiting[(queue, key)] = process
         if _thread is None or not _thread.is_alive():
-            _thread = threading.Thread(
-                target=_serve, args=(process,), name="quality-updates", daemon=True
-            )
+            _thread = threading.Thread(target=_serve, name="quality-updates", daemon=True)
             _thread.start()
             _at_exit(lambda: idle(timeout=120))
         _wake.notify()
@@ -67,20 +68,20 @@ def idle(timeout: float = 10.0) -> bool:
         return _wake.wait_for(lambda: not _waiting and not _busy.is_set(), timeout=timeout)
 
 
-def _serve(process: Callable[[int], object]) -> None:
+def _serve() -> None:
     while True:
         with _wake:
             _wake.wait_for(lambda: bool(_waiting))
-            batch = sorted(_waiting)
+            batch = sorted(_waiting.items(), key=lambda entry: entry[0])
             _waiting.clear()
             _busy.set()
         try:
-            for question_id in batch:
+            for (queue, key), process in batch:
                 close_old_connections()
                 try:
-                    process(question_id)
+                    process(key)
                 except Exception:  # one failing question must not stop the others
-                    logger.exception("quality update of question %s failed", question_id)
+                    logger.exception("background %s of %s failed", queue, key)
         finally:
             connection.close()
             with _wake:

@@ -1,7 +1,8 @@
 """Channel consumers of the analytics app.
 
 :class:`QualityWorker` serves the ``quality-updates`` channel (``manage.py runworker
-quality-updates``): each message names a question whose pending annotations it applies. Run as
+quality-updates``): each message names a question whose pending annotations it applies, or a
+registered job to run (``quality.job``: :func:`analytics.pipeline.job_schedule`). Run as
 many workers as you like; the state row lock keeps them from counting anything twice.
 
 :class:`DashboardConsumer` serves ``ws/studies/<id>/quality/?question=<id>`` to the study's
@@ -39,7 +40,7 @@ from analytics.live import (
     live_counts,
     live_fragments,
 )
-from analytics.pipeline import quality_process
+from analytics.pipeline import quality_process, run_job
 from analytics.selectors import is_study_manager
 from apps.studies.models import Question, Study
 
@@ -56,6 +57,16 @@ class QualityWorker(SyncConsumer):
             quality_process(question_id=int(message["question_id"]))
         except Exception:
             logger.exception("quality update of question %s failed", message["question_id"])
+            connection.close()
+
+    def quality_job(self, message: dict[str, Any]) -> None:
+        """Run a registered job (:func:`analytics.pipeline.job_schedule`); a failure is logged
+        and left to the job's own sweep hook, like :meth:`quality_process`."""
+        close_old_connections()
+        try:
+            run_job(str(message["job"]), int(message["key"]))
+        except Exception:
+            logger.exception("job %s of %s failed", message.get("job"), message.get("key"))
             connection.close()
 
 

@@ -19,6 +19,12 @@ them). A dispatch that reaches nobody (worker down, Redis away) costs nothing bu
 :func:`quality_sweep`, run at start and every ``QUALITY_SWEEP_INTERVAL`` seconds by every served
 process, sends every question with answers still waiting again.
 
+Other heavy work derived from a question's answers (evaluating the model registry's runs) uses
+the same three modes through :func:`job_schedule`: an app registers a named job in
+:data:`JOBS` (and, for its own catch-up, a callable in :data:`SWEEP_HOOKS`), and the job is
+called with an id after the commit, in the committing thread, on the background thread
+(queue = the job's name) or by a ``quality-updates`` worker (message ``quality.job``).
+
 Once a batch or a rebuild has committed, :func:`analytics.publishing.quality_publish` derives
 the indicators, snapshots and flags them and pushes ``dashboard.update`` (from the worker in
 worker mode).
@@ -46,6 +52,11 @@ UPDATE_CHANNEL = "quality-updates"
 # Called with a question id after its quality state has changed and been published; apps that
 # derive figures from a question's answers (the model registry) register here in ready().
 AFTER_UPDATE_HOOKS: list[Callable[[int], None]] = []
+# Named off-request jobs (see job_schedule), registered by apps in ready(): name -> callable
+# taking one id. Each must be idempotent and safe to run concurrently (its own claim or lock).
+JOBS: dict[str, Callable[[int], object]] = {}
+# Called by quality_sweep after its own dispatches: apps re-dispatch their jobs left waiting.
+SWEEP_HOOKS: list[Callable[[], object]] = []
 logger = logging.getLogger(__name__)
 
 
@@ -73,6 +84,32 @@ def _dispatch(question_id: int) -> None:
         background.enqueue(question_id, lambda qid: quality_process(question_id=qid))
     else:
         quality_process(question_id=question_id)
+
+
+def job_schedule(*, job: str, key: int) -> None:
+    """Run the registered job ``job`` for ``key`` once this transaction commits, where
+    ``QUALITY_UPDATES`` says: inline, on the background thread, or by a worker."""
+    transaction.on_commit(lambda: _dispatch_job(job, key), robust=True)
+
+
+def _dispatch_job(job: str, key: int) -> None:
+    mode = quality_config().updates
+    if mode == "worker":
+        try:
+            layer_sync(get_channel_layer().send)(
+                UPDATE_CHANNEL, {"type": "quality.job", "job": job, "key": key}
+            )
+        except Exception as exc:  # as in _dispatch: the job's sweep hook sends it again
+            logger.warning("%s %s: no quality worker reached (%r)", job, key, exc)
+    elif mode == "thread":
+        background.enqueue(key, JOBS[job], queue=job)
+    else:
+        run_job(job, key)
+
+
+def run_job(job: str, key: int) -> object:
+    """Run the registered job ``job`` for ``key`` now (the worker's ``quality.job``)."""
+    return JOBS[job](key)
 
 
 def answers_waiting(*, question_id: int, kind: str) -> int:
@@ -103,6 +140,11 @@ def quality_sweep() -> list[int]:
     lagging.update(pk for pk, kind in questions if kinds[kind].waiting(pk))
     for question_id in sorted(lagging):
         _dispatch(question_id)
+    for hook in SWEEP_HOOKS:
+        try:
+            hook()
+        except Exception:  # one app's catch-up must not stop the quality sweep
+            logger.exception("sweep hook %r failed", hook)
     return sorted(lagging)
 
 

@@ -1,8 +1,9 @@
 """Cost of a model run's evaluation with its DIC/BAE intervals (issue #11).
 
 A registered run is evaluated by :func:`apps.models_registry.evaluation.evaluate_run`
-(in the request that registers it or presses "Recompute", and after answers change in the
-analytics pipeline, at most once a minute per run). Its DIC and BAE intervals come from
+(off the request since registering a run or pressing "Recompute" only marks it pending:
+on the quality pipeline's background thread or worker, and after answers change, at most once a
+minute per run; see apps/models_registry/services.py). Its DIC and BAE intervals come from
 :func:`analytics.metrics.dic_bae_bootstrap` with
 :data:`~apps.models_registry.evaluation.BOOTSTRAP_REPLICATES` replicates. This prints, per
 study shape, the seconds of the bootstrap alone and of the whole evaluation, and the figures:

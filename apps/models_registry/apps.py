@@ -7,8 +7,22 @@ class ModelsRegistryConfig(AppConfig):
     verbose_name = "Model registry"
 
     def ready(self) -> None:
-        """Re-evaluate a question's model runs when its answers change (throttled there)."""
-        from analytics.pipeline import AFTER_UPDATE_HOOKS
-        from apps.models_registry.services import model_runs_recompute
+        """Evaluate runs off the request (the quality pipeline's job modes and sweep), and
+        re-evaluate a question's runs when its answers change (throttled there)."""
+        from analytics.pipeline import AFTER_UPDATE_HOOKS, JOBS, SWEEP_HOOKS
+        from apps.models_registry.services import (
+            EVALUATION_JOB,
+            model_runs_evaluate_pending,
+            model_runs_recompute,
+            model_runs_sweep,
+        )
 
-        AFTER_UPDATE_HOOKS.append(lambda question_id: model_runs_recompute(question_id=question_id))
+        JOBS[EVALUATION_JOB] = lambda question_id: model_runs_evaluate_pending(
+            question_id=question_id
+        )
+        SWEEP_HOOKS.append(model_runs_sweep)
+
+        def after_update(question_id: int) -> None:
+            model_runs_recompute(question_id=question_id)
+
+        AFTER_UPDATE_HOOKS.append(after_update)

@@ -33,6 +33,11 @@ class ModelRun(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="model_runs"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # The evaluation outbox (apps/models_registry/services.py): set when an evaluation is asked
+    # for (registration, Recompute), cleared when a background evaluation claims the run.
+    evaluation_requested_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Set while an evaluation runs; a claim older than EVALUATION_TIMEOUT counts as abandoned.
+    evaluation_started_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["question_id", "-created_at", "-id"]
@@ -44,6 +49,11 @@ class ModelRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} {self.version}"
+
+    @property
+    def evaluating(self) -> bool:
+        """Whether an evaluation is asked for or running (the pages say "evaluating…")."""
+        return self.evaluation_requested_at is not None or self.evaluation_started_at is not None
 
 
 class Prediction(models.Model):

@@ -1,19 +1,37 @@
 """Every write of the model registry: registering a run from its uploads, evaluating runs.
 
-Cost and throttling of :func:`model_runs_recompute` (meant for the live pipeline, after
-annotations of a question changed): one aggregate query decides which runs are stale; only
-then are the human answers read, once for all of them. Each stale run costs one read of its
-predictions and a handful of vectorised agreement matrices (its own, the humans', ten Random
-draws, Consensus) plus at most three small MDS fits: milliseconds to a few tenths of a second
-for tens of annotators. A run is skipped when its latest evaluation saw the same answers (same
-fingerprint), or when it is younger than ``settings.MODEL_REGISTRY_RECOMPUTE_INTERVAL``
-seconds (default 60), so a burst of answers costs at most one evaluation per run and interval.
-Figures may therefore lag the answers by up to that interval (until the next call);
-``force=True`` (the "Recompute" button) ignores both checks.
+Evaluation runs off the request path. Registering a run (or pressing "Recompute") only stores
+the run and marks it: ``ModelRun.evaluation_requested_at`` is an outbox inside the row, so a
+request is not lost if the process dies. After the commit :func:`model_runs_schedule` hands the
+question to :func:`analytics.pipeline.job_schedule`, which runs :func:`model_runs_evaluate_pending`
+where ``QUALITY_UPDATES`` says (``inline`` in the committing thread, ``thread`` on the
+background thread, ``worker`` in a ``quality-updates`` worker), like the quality updates. An
+evaluation costs about 10 s for 50 annotators x 2,000 items (``benchmarks/model_runs.py``), so
+no request waits for it; the pages say "evaluating…" with the previous figures meanwhile.
+
+Race safety: a run is claimed by one conditional ``UPDATE`` (requested and not running ->
+``evaluation_started_at`` set, request cleared), so of two concurrent evaluators only one gets
+it (PostgreSQL re-checks the condition after the row lock; SQLite serialises writes). A request
+that arrives while the run is being evaluated sets the outbox again, and the evaluator claims the
+run once more when it is done, so the last request always gets figures on the answers of its
+time. A claim older than ``settings.MODEL_REGISTRY_EVALUATION_TIMEOUT`` seconds (default 1,800)
+counts as abandoned (its process died); :func:`model_runs_sweep`, run by the quality sweep,
+dispatches runs left waiting.
+
+Cost and throttling of :func:`model_runs_recompute` (the live pipeline's hook, already off the
+request path, after answers of a question changed): one aggregate query decides which runs are
+stale; only then are the human answers read, once for all of them. Each stale run costs one read
+of its predictions and a handful of vectorised agreement matrices (its own, the humans', ten
+Random draws, Consensus) plus at most three small MDS fits and the item bootstrap. A run is
+skipped when its latest evaluation saw the same answers (same fingerprint), or when it is younger
+than ``settings.MODEL_REGISTRY_RECOMPUTE_INTERVAL`` seconds (default 60), so a burst of answers
+costs at most one evaluation per run and interval. Figures may therefore lag the answers by up to
+that interval (until the next call); "Recompute" (:func:`model_runs_request`) ignores both checks.
 """
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import IO, Any, NamedTuple
 
@@ -21,8 +39,10 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from analytics.pipeline import job_schedule
 from apps.continuous.config import trace_settings
 from apps.continuous.models import VALUE_DTYPE, pack
 from apps.models_registry.evaluation import evaluate_run, evaluate_trace_run
@@ -64,6 +84,11 @@ from core.types import Account
 
 BATCH_SIZE = 5000
 DEFAULT_RECOMPUTE_INTERVAL = 60
+DEFAULT_EVALUATION_TIMEOUT = 1800
+#: The off-request job (analytics.pipeline.JOBS, registered in apps.py) evaluating the pending
+#: runs of a question.
+EVALUATION_JOB = "model_runs.evaluate"
+logger = logging.getLogger(__name__)
 
 
 class Upload(NamedTuple):
@@ -86,7 +111,8 @@ def model_run_register(
     attention: Upload | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> ModelRun:
-    """Validate a run's uploads, store them and evaluate the run; all or nothing.
+    """Validate a run's uploads and store them, all or nothing; the run is evaluated after
+    the commit, off the request (see the module docstring), and ``evaluating`` until then.
 
     Every file is checked in full before anything is written; problems raise one
     ``ValidationError`` keyed by file (``predictions``, ``features``, ``attention``), each
@@ -105,6 +131,7 @@ def model_run_register(
         version=version.strip(),
         metadata=metadata or {},
         created_by=created_by,
+        evaluation_requested_at=timezone.now(),
     )
     run.full_clean(exclude=["study", "question", "created_by"])
     if ModelRun.objects.filter(question=question, name=run.name, version=run.version).exists():
@@ -182,7 +209,7 @@ def model_run_register(
             mean.annotator_ids, mean.vectors, mean.n_items, strict=True
         )
     )
-    model_run_evaluate(run=run)
+    model_runs_schedule(question_id=question.pk)
     return run
 
 
@@ -237,30 +264,113 @@ def model_run_evaluate(*, run: ModelRun, answers: Answers | None = None) -> Mode
     )
 
 
-def model_runs_recompute(*, question_id: int, force: bool = False) -> int:
+def model_runs_schedule(*, question_id: int) -> None:
+    """Evaluate the question's pending runs after this commit, off the request."""
+    job_schedule(job=EVALUATION_JOB, key=question_id)
+
+
+@transaction.atomic
+def model_runs_request(*, question_id: int, run_ids: list[int] | None = None) -> int:
+    """Ask for a fresh evaluation of the question's runs (all, or those of ``run_ids``) on the
+    current answers ("Recompute"); returns how many were asked for. Costs one ``UPDATE``: the
+    evaluation itself runs after the commit (:func:`model_runs_schedule`). Pressing again while
+    one is pending or running asks for one more evaluation after it, never a concurrent one."""
+    runs = ModelRun.objects.filter(question_id=question_id)
+    if run_ids is not None:
+        runs = runs.filter(pk__in=run_ids)
+    count = runs.update(evaluation_requested_at=timezone.now())
+    if count:
+        model_runs_schedule(question_id=question_id)
+    return count
+
+
+def _timeout() -> timedelta:
+    seconds = getattr(settings, "MODEL_REGISTRY_EVALUATION_TIMEOUT", DEFAULT_EVALUATION_TIMEOUT)
+    return timedelta(seconds=seconds)
+
+
+def _claimable(now: Any) -> Q:
+    """Runs waiting for an evaluation: asked for and not running, or claimed too long ago."""
+    requested = Q(evaluation_requested_at__isnull=False, evaluation_started_at__isnull=True)
+    return requested | Q(evaluation_started_at__lt=now - _timeout())
+
+
+def _claim(run_id: int) -> Any:
+    """Claim a waiting run for this evaluator: the claim time, or ``None`` if another
+    evaluator has it or nothing is asked for (one conditional UPDATE, atomic)."""
+    now = timezone.now()
+    claimed = ModelRun.objects.filter(_claimable(now), pk=run_id).update(
+        evaluation_started_at=now, evaluation_requested_at=None
+    )
+    return now if claimed else None
+
+
+def model_runs_evaluate_pending(*, question_id: int) -> int:
+    """Evaluate every waiting run of the question (the job :data:`EVALUATION_JOB`); returns
+    how many evaluations were stored. The answers are read once per round; a run asked for
+    again while it was evaluated is taken again in the next round."""
+    done = 0
+    while True:
+        waiting = list(
+            ModelRun.objects.filter(_claimable(timezone.now()), question_id=question_id)
+            .select_related("question__study")
+            .order_by("pk")
+        )
+        claimed = [(run, at) for run in waiting if (at := _claim(run.pk)) is not None]
+        if not claimed:
+            return done
+        answers = question_answers(question=claimed[0][0].question)
+        for run, at in claimed:
+            try:
+                model_run_evaluate(run=run, answers=answers)
+                done += 1
+            except Exception:  # one failing run must not stop the others; its claim is dropped
+                logger.exception("evaluation of model run %s failed", run.pk)
+            finally:  # release only our own claim (a timed-out one may have been taken over)
+                ModelRun.objects.filter(pk=run.pk, evaluation_started_at=at).update(
+                    evaluation_started_at=None
+                )
+
+
+def model_runs_sweep() -> list[int]:
+    """Dispatch the questions with runs still waiting for an evaluation (a worker down, a
+    process that died mid-evaluation); returns their ids. An ``analytics.pipeline.SWEEP_HOOKS``
+    hook."""
+    questions = sorted(
+        set(
+            ModelRun.objects.filter(_claimable(timezone.now()))
+            .order_by()
+            .values_list("question_id", flat=True)
+        )
+    )
+    for question_id in questions:
+        model_runs_schedule(question_id=question_id)
+    return questions
+
+
+def model_runs_recompute(*, question_id: int) -> int:
     """Re-evaluate the question's runs whose figures are out of date; returns how many were.
 
-    Safe to call after every batch of answers (see the module docstring for the throttle).
-    Each run is evaluated in its own transaction.
+    The live pipeline's hook, called off the request after answers changed (see the module
+    docstring for the throttle). Stale runs are marked as asked for and evaluated here through
+    the same claim as every other evaluation, so a run being evaluated elsewhere is not
+    evaluated twice at once.
     """
-    runs = list(ModelRun.objects.filter(question_id=question_id).select_related("question__study"))
+    runs = list(ModelRun.objects.filter(question_id=question_id))
     interval = getattr(settings, "MODEL_REGISTRY_RECOMPUTE_INTERVAL", DEFAULT_RECOMPUTE_INTERVAL)
     recent = timezone.now() - timedelta(seconds=interval)
     latest = {run.pk: latest_evaluation(run=run) for run in runs}
     # Cheap checks first: the fingerprint aggregates the question's answers, so it is only
     # read when some run is unevaluated or old enough to be refreshed.
-    due = [r for r in runs if force or (e := latest[r.pk]) is None or e.computed_at <= recent]
+    due = [r for r in runs if (e := latest[r.pk]) is None or e.computed_at <= recent]
     if not due:
         return 0
     _, fingerprint = answers_fingerprint(question_id=question_id)
-    runs = [
-        run for run in due if force or (e := latest[run.pk]) is None or e.fingerprint != fingerprint
-    ]
-    if runs:  # the answers are read only when some run needs them, once for all
-        answers = question_answers(question=runs[0].question)
-        for run in runs:
-            model_run_evaluate(run=run, answers=answers)
-    return len(runs)
+    stale = [r.pk for r in due if (e := latest[r.pk]) is None or e.fingerprint != fingerprint]
+    if not stale:
+        return 0
+    ModelRun.objects.filter(pk__in=stale).update(evaluation_requested_at=timezone.now())
+    return model_runs_evaluate_pending(question_id=question_id)
 
 
 @transaction.atomic

@@ -1,6 +1,9 @@
 """Pages of the model registry: a question's leaderboard (upload, compare), a run, its deletion.
 
 Managers of the study only (apps/studies/access.py: 404 for outsiders, 403 for annotators).
+Runs are evaluated off the request (apps/models_registry/services.py): while one is, the
+leaderboard and the run's page say "evaluating…" and poll themselves (htmx, ``?evaluating=1``)
+until it is done, then reload to show the new figures.
 """
 
 from __future__ import annotations
@@ -10,10 +13,12 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRefresh
 
 from apps.items.uploads import UploadLimits, limit_uploads
 from apps.models_registry import plots
@@ -28,7 +33,7 @@ from apps.models_registry.selectors import (
     reference_rows,
     usernames,
 )
-from apps.models_registry.services import model_run_delete, model_run_register, model_runs_recompute
+from apps.models_registry.services import model_run_delete, model_run_register, model_runs_request
 from apps.studies.access import managed_study
 from apps.studies.models import Question, Study
 from core.forms import posted
@@ -47,10 +52,32 @@ def question_leaderboard(request: HttpRequest, study_id: int, question_key: str)
     study = managed_study(request, study_id)
     question = get_object_or_404(model_run_questions(study=study), key=question_key)
     if request.method == "POST":
-        count = model_runs_recompute(question_id=question.pk, force=True)
-        messages.success(request, f"Recomputed {count} run(s) on the current answers.")
+        count = model_runs_request(question_id=question.pk)
+        messages.success(
+            request, f"Evaluating {count} run(s) on the current answers in the background."
+        )
         return redirect("models_registry:leaderboard", study.pk, question.key)
+    if _polling(request):
+        evaluating = question.model_runs.filter(_EVALUATING).count()
+        done = ModelRunEvaluation.objects.filter(run__question=question).exists()
+        return _poll_answer(request, evaluating, has_figures=done)
     return _leaderboard_page(request, study, question, ModelRunUploadForm())
+
+
+_EVALUATING = Q(evaluation_requested_at__isnull=False) | Q(evaluation_started_at__isnull=False)
+
+
+def _polling(request: HttpRequest) -> bool:
+    """Whether this is the "evaluating…" notice asking whether the evaluation is done."""
+    return bool(request.htmx) and request.GET.get("evaluating") == "1"
+
+
+def _poll_answer(request: HttpRequest, evaluating: int, *, has_figures: bool) -> HttpResponse:
+    """The notice again while runs are evaluating; once done, reload the page (HX-Refresh)."""
+    if not evaluating:
+        return HttpResponseClientRefresh()
+    context = {"evaluating": evaluating, "poll_url": request.path, "has_figures": has_figures}
+    return render(request, "models_registry/_evaluating.html", context)
 
 
 def _leaderboard_page(
@@ -61,10 +88,15 @@ def _leaderboard_page(
     status: int = 200,
 ) -> HttpResponse:
     n_annotations, _ = answers_fingerprint(question_id=question.pk)
+    board = leaderboard(question=question)
+    evaluating = [row for row in board.rows if row.run is not None and row.run.evaluating]
     context = {
         "study": study,
         "question": question,
-        "board": leaderboard(question=question),
+        "board": board,
+        "evaluating": len(evaluating),
+        "has_figures": any(row.evaluation for row in evaluating),
+        "poll_url": request.path,
         "n_annotations": n_annotations,
         "form": form,
         "max_bytes": settings.UPLOAD_MAX_MODEL_RUN_BYTES,
@@ -110,7 +142,7 @@ def _run_upload(
             attention=data["attention"],
         )
         if run is not None:
-            messages.success(request, f"Registered {run} and evaluated it.")
+            messages.success(request, f"Registered {run}; evaluating it in the background.")
             return redirect("models_registry:leaderboard", study.pk, question.key)
     status = 413 if limits.refused else form.http_status
     return _leaderboard_page(request, study, question, form, status)
@@ -165,16 +197,17 @@ def run_detail(request: HttpRequest, study_id: int, run_id: int) -> HttpResponse
     run = get_object_or_404(
         ModelRun.objects.select_related("question", "created_by"), study=study, pk=run_id
     )
+    if _polling(request):
+        return _poll_answer(request, int(run.evaluating), has_figures=run.evaluations.exists())
     evaluation = latest_evaluation(run=run)
-    if evaluation is None:
-        raise Http404("This run has no evaluation.")
     context = {
         "study": study,
         "run": run,
         "question": run.question,
         "evaluation": evaluation,
+        "poll_url": request.path,
         "history": run.evaluations.all()[:10],
-        **_figures_context(evaluation),
+        **(_figures_context(evaluation) if evaluation else {}),
     }
     return render(request, "models_registry/run_detail.html", context)
 

@@ -169,6 +169,11 @@ class ModelRunSerializer(serializers.ModelSerializer):
 
     question = serializers.SlugRelatedField(slug_field="key", read_only=True)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    evaluating = serializers.BooleanField(
+        read_only=True,
+        help_text="An evaluation is pending or running in the background; `evaluation` is "
+        "the previous one (null if none) until it is done.",
+    )
     evaluation = serializers.SerializerMethodField()
 
     class Meta:
@@ -181,6 +186,7 @@ class ModelRunSerializer(serializers.ModelSerializer):
             "metadata",
             "created_by",
             "created_at",
+            "evaluating",
             "evaluation",
         ]
         read_only_fields = fields

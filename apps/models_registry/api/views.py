@@ -26,7 +26,7 @@ from apps.models_registry.api.serializers import (
 from apps.models_registry.importing import upload_format
 from apps.models_registry.models import ModelRun
 from apps.models_registry.selectors import model_run_questions
-from apps.models_registry.services import Upload, model_run_evaluate, model_run_register
+from apps.models_registry.services import Upload, model_run_register, model_runs_request
 from apps.studies.api.permissions import STUDY_PK, InStudyMixin, IsStudyManager
 
 UPLOAD_FIELDS = ("predictions", "features", "attention")
@@ -73,8 +73,9 @@ class ModelRunViewSet(
         },
         description="Register a model run from per-annotator predictions and optional feature "
         "and attention vectors (CSV, JSON Lines or NPZ: the format comes from each file's "
-        "extension), then evaluate it: DIC, BAE, accuracy, Fleiss' kappa and the reference "
-        "rows. All or nothing.",
+        "extension); all or nothing. The run is evaluated in the background (DIC, BAE, "
+        "accuracy, Fleiss' kappa and the reference rows): the response has `evaluating` true "
+        "and `evaluation` null; read the run again until `evaluating` is false.",
     )
     def create(self, request: Request, study_pk: str) -> Response:
         serializer = ModelRunCreateSerializer(data=request.data)  # parsed through the limits
@@ -117,11 +118,15 @@ class ModelRunViewSet(
 
     @extend_schema(
         request=None,
-        responses=ModelRunSerializer,
-        description="Evaluate the run again now on the current answers (keeps the history).",
+        responses={202: ModelRunSerializer},
+        description="Ask for a new evaluation of the run on the current answers (keeps the "
+        "history). It runs in the background: the response (202) has `evaluating` true and "
+        "the previous `evaluation`, if any; read the run again until `evaluating` is false. "
+        "Asking again while it is pending or running never evaluates twice at once.",
     )
     @action(detail=True, methods=["post"])
     def recompute(self, request: Request, study_pk: str, pk: str) -> Response:
         run = self.get_object()
-        model_run_evaluate(run=run)
-        return Response(ModelRunSerializer(run).data)
+        model_runs_request(question_id=run.question_id, run_ids=[run.pk])
+        run.refresh_from_db()
+        return Response(ModelRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)

@@ -7,11 +7,12 @@ from collections.abc import Callable
 import pytest
 
 from apps.models_registry.models import ModelRun
-from apps.models_registry.services import Upload, model_run_register
+from apps.models_registry.services import Upload
 from tests.apps.models_registry.simulation import (
     SimulatedStudy,
     jsonl,
     prediction_rows,
+    register_and_evaluate,
     simulated_study,
 )
 
@@ -26,7 +27,7 @@ def register(sim: SimulatedStudy) -> Callable[..., ModelRun]:
     """``register(name, codes, features=rows, attention=rows)``: a run from code matrices."""
 
     def register_(name: str, codes, **vector_rows) -> ModelRun:
-        return model_run_register(
+        return register_and_evaluate(
             study=sim.study,
             question=sim.question,
             name=name,

@@ -14,10 +14,14 @@ import io
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from django.test import TestCase
 
 from apps.annotations.importing import FinishedAnnotation, annotations_import_finished
+from apps.models_registry.models import ModelRun
+from apps.models_registry.services import model_run_register
 from apps.studies.models import Question, Study
 from tests.factories import running_study
 
@@ -90,3 +94,13 @@ def vectors_with_cosine(similarity: np.ndarray) -> np.ndarray:
     if eigenvalues.min() < -1e-9:
         raise ValueError(f"not positive semi-definite (eigenvalue {eigenvalues.min():.3g})")
     return eigenvectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
+
+
+def register_and_evaluate(**kwargs: Any) -> ModelRun:
+    """``model_run_register(**kwargs)``, then the evaluation its commit hands off (run inline,
+    as ``QUALITY_UPDATES = "inline"`` says in the tests, when the captured commit callbacks
+    execute): the run as a reader sees it once its background evaluation is done."""
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        run = model_run_register(**kwargs)
+    run.refresh_from_db()
+    return run

@@ -7,7 +7,7 @@ import io
 import pytest
 from knox.models import AuthToken
 
-from apps.models_registry.models import ModelRun
+from apps.models_registry.models import ModelRun, ModelRunEvaluation
 from apps.studies.models import Membership
 from apps.studies.services import membership_add
 from tests.apps.models_registry.simulation import jsonl, prediction_rows
@@ -66,26 +66,44 @@ def test_manager_of_another_study_sees_nothing_of_this_one(api_client, sim, run,
     assert api_client.get(_url(sim.study, run)).status_code == 404
 
 
-def test_manager_registers_reads_and_recomputes(api_client, sim, run):
+def test_manager_registers_reads_and_recomputes(
+    api_client, sim, run, django_capture_on_commit_callbacks
+):
+    """Registering and recomputing answer at once with ``evaluating``; the evaluation runs
+    after the commit (inline here: the captured callbacks), then the figures are there."""
     co_manager = UserFactory()
     membership_add(study=sim.study, user=co_manager, role=Membership.Role.MANAGER)
     _as(api_client, co_manager)
     data = {**_files(sim), "metadata": '{"lr": 0.001}'}
-    response = api_client.post(_url(sim.study), data, format="multipart")
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = api_client.post(_url(sim.study), data, format="multipart")
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body["created_by"] == co_manager.username
     assert body["metadata"] == {"lr": 0.001}
+    assert (body["evaluating"], body["evaluation"]) == (True, None)  # not evaluated yet
+    assert not ModelRunEvaluation.objects.filter(run_id=body["id"]).exists()
+    for callback in callbacks:
+        callback()
+    body = api_client.get(_url(sim.study, ModelRun.objects.get(pk=body["id"]))).json()
+    assert body["evaluating"] is False
     assert body["evaluation"]["dic"] == 0.0
     assert body["evaluation"]["baselines"]["dic_random"] > 0.8
     listed = api_client.get(_url(sim.study)).json()
     assert listed["count"] == 2
     detail = api_client.get(_url(sim.study, run)).json()
     assert detail["evaluation"]["accuracy_mean"] == 1.0
-    recomputed = api_client.post(_url(sim.study, run) + "recompute/")
-    assert recomputed.status_code == 200
+    with django_capture_on_commit_callbacks() as callbacks:
+        recomputed = api_client.post(_url(sim.study, run) + "recompute/")
+    assert recomputed.status_code == 202
+    assert recomputed.json()["evaluating"] is True
+    assert recomputed.json()["evaluation"]["id"] == detail["evaluation"]["id"]  # the previous
+    assert len(api_client.get(_url(sim.study, run) + "evaluations/").json()) == 1
+    for callback in callbacks:
+        callback()
     history = api_client.get(_url(sim.study, run) + "evaluations/").json()
     assert len(history) == 2
+    assert api_client.get(_url(sim.study, run)).json()["evaluating"] is False
 
 
 def test_invalid_upload_is_a_400_naming_lines_and_nothing_is_stored(api_client, sim):

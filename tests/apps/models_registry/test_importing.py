@@ -9,12 +9,12 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from apps.models_registry.models import AnnotatorVector, ModelRun, Prediction
-from apps.models_registry.services import Upload, model_run_register
-from tests.apps.models_registry.simulation import jsonl
+from apps.models_registry.services import Upload
+from tests.apps.models_registry.simulation import jsonl, register_and_evaluate
 
 
 def _register(sim, predictions: Upload, **vectors: Upload) -> ModelRun:
-    return model_run_register(
+    return register_and_evaluate(
         study=sim.study,
         question=sim.question,
         name="m",

@@ -83,11 +83,11 @@ def test_models_rank_between_chance_and_perfect(sim, register, settings):
 def test_both_matrices_use_the_cells_the_model_predicted(sim, settings):
     """M and M' use the same cells: a model predicting half the items is compared with the
     annotators on that half only."""
-    from apps.models_registry.services import Upload, model_run_register
-    from tests.apps.models_registry.simulation import jsonl, prediction_rows
+    from apps.models_registry.services import Upload
+    from tests.apps.models_registry.simulation import jsonl, prediction_rows, register_and_evaluate
 
     rows = [row for row in prediction_rows(sim, sim.ratings) if row["item"] in sim.items[:60]]
-    run = model_run_register(
+    run = register_and_evaluate(
         study=sim.study,
         question=sim.question,
         name="half",

@@ -8,8 +8,8 @@ from django.core.exceptions import ValidationError
 
 from apps.models_registry.models import ModelRun, TracePrediction
 from apps.models_registry.selectors import latest_evaluation
-from apps.models_registry.services import Upload, model_run_register
-from tests.apps.models_registry.simulation import jsonl
+from apps.models_registry.services import Upload
+from tests.apps.models_registry.simulation import jsonl, register_and_evaluate
 from tests.apps.models_registry.traces import SECONDS, TraceSimulation, trace_rows, trace_study
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +21,7 @@ def tsim(db) -> TraceSimulation:
 
 
 def _register(tsim: TraceSimulation, traces: dict, name: str = "m") -> ModelRun:
-    return model_run_register(
+    return register_and_evaluate(
         study=tsim.study,
         question=tsim.question,
         name=name,

@@ -11,10 +11,11 @@ from django.urls import reverse
 from analytics.metrics import pairwise_kappa
 from apps.models_registry.models import ModelRun, ModelRunEvaluation, Prediction
 from apps.models_registry.selectors import latest_evaluation, leaderboard
-from apps.models_registry.services import Upload, model_run_register
+from apps.models_registry.services import Upload
 from tests.apps.models_registry.simulation import (
     jsonl,
     prediction_rows,
+    register_and_evaluate,
     vector_rows,
     vectors_with_cosine,
 )
@@ -43,14 +44,17 @@ def test_pages_are_403_for_annotators_and_404_for_outsiders(client, sim, registe
     assert client.get(urls[0]).status_code == 302  # to the login page
 
 
-def test_leaderboard_ranks_runs_and_shows_reference_rows(client, sim, register):
+def test_leaderboard_ranks_runs_and_shows_reference_rows(
+    client, sim, register, django_capture_on_commit_callbacks
+):
     register("oracle", sim.ratings)
     _login(client, sim.study.created_by)
     url = reverse("models_registry:leaderboard", args=[sim.study.pk, "sentiment"])
     page = client.get(url).content.decode()
     for text in ("oracle 1", "Random (DIC, BAE)", "Consensus (DIC)", "Uniform (BAE)"):
         assert text in page
-    response = client.post(url)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url)
     assert response.status_code == 302
     assert sim.question.model_runs.get().evaluations.count() == 2
 
@@ -81,7 +85,7 @@ def test_leaderboard_card_selector_limits_rows(sim, register):
 
 def test_trace_run_page_shows_kappa_sda_and_pearson(client):
     tsim = trace_study()
-    run = model_run_register(
+    run = register_and_evaluate(
         study=tsim.study,
         question=tsim.question,
         name="tracer",
@@ -113,7 +117,11 @@ def _file(name: str, rows: list[dict]) -> SimpleUploadedFile:
     return SimpleUploadedFile(name, jsonl(rows).getvalue())
 
 
-def test_manager_uploads_a_run_from_the_leaderboard(client, sim):
+def test_manager_uploads_a_run_from_the_leaderboard(
+    client, sim, django_capture_on_commit_callbacks
+):
+    """The upload only stores the run; the pages say "evaluating…" and poll until the
+    evaluation (after the commit, off the request) is done, then reload to show the figures."""
     _login(client, sim.study.created_by)
     url = reverse("models_registry:upload", args=[sim.study.pk, "sentiment"])
     data = {
@@ -121,14 +129,37 @@ def test_manager_uploads_a_run_from_the_leaderboard(client, sim):
         "version": "2",
         "predictions": _file("p.jsonl", prediction_rows(sim, sim.ratings)),
     }
-    response = client.post(url, data)
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = client.post(url, data)
     assert response.status_code == 302
     run = ModelRun.objects.get(question=sim.question)
     assert (run.name, run.version, run.created_by) == ("oracle", "2", sim.study.created_by)
-    assert run.evaluations.count() == 1
+    assert run.evaluating
+    assert run.evaluations.count() == 0
     page = client.get(response.url).content.decode()
     assert "oracle 2" in page
     assert 'form="compare-form"' in page
+    assert 'id="mr-evaluating"' in page
+    assert "evaluating…" in page
+    run_url = reverse("models_registry:run", args=[sim.study.pk, run.pk])
+    run_page = client.get(run_url).content.decode()
+    assert 'id="mr-evaluating"' in run_page
+    assert 'id="figure-dic"' not in run_page
+    poll = {"HTTP_HX_REQUEST": "true"}
+    still = client.get(response.url, {"evaluating": "1"}, **poll)
+    assert 'id="mr-evaluating"' in still.content.decode()
+    assert "HX-Refresh" not in still
+    for callback in callbacks:  # the evaluation the commit handed off
+        callback()
+    assert run.evaluations.count() == 1
+    for poll_url in (response.url, run_url):
+        done = client.get(poll_url, {"evaluating": "1"}, **poll)
+        assert done["HX-Refresh"] == "true"
+    page = client.get(response.url).content.decode()
+    assert 'id="mr-evaluating"' not in page
+    run_page = client.get(run_url).content.decode()
+    assert 'id="figure-dic">0.000' in run_page
+    assert 'id="mr-evaluating"' not in run_page
 
 
 @pytest.mark.parametrize(

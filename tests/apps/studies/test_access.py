@@ -22,10 +22,15 @@ from apps.accounts.services import invitation_create
 from apps.annotations.models import Assignment
 from apps.items.models import Item
 from apps.models_registry.models import ModelRun
-from apps.models_registry.services import Upload, model_run_register
+from apps.models_registry.services import Upload
 from apps.studies.models import Membership, Question, Study
 from apps.studies.services import membership_add, question_create
-from tests.apps.models_registry.simulation import jsonl, prediction_rows, simulated_study
+from tests.apps.models_registry.simulation import (
+    jsonl,
+    prediction_rows,
+    register_and_evaluate,
+    simulated_study,
+)
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -216,7 +221,7 @@ def site(db, settings, tmp_path) -> Site:
         indicator="kappa",
         reason="far from the others",
     )
-    run = model_run_register(
+    run = register_and_evaluate(
         study=study,
         question=sim.question,
         name="oracle",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from apps.models_registry.importing import upload_format
 from apps.models_registry.models import ModelRun
 from apps.models_registry.selectors import latest_evaluation
-from apps.models_registry.services import Upload, model_run_register
+from apps.models_registry.services import (
+    Upload,
+    model_run_register,
+    model_runs_evaluate_pending,
+)
 from apps.studies.models import Membership, Study
 
 
@@ -105,7 +110,20 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"{count} error(s); nothing was registered.", returncode=2
                 ) from exc
-        self.stdout.write(_summary(run))
+        self.stdout.write(_summary(_evaluated(run)))
+
+
+def _evaluated(run: ModelRun, timeout: float = 600.0) -> ModelRun:
+    """The run once evaluated: a command is no request, so it evaluates the run itself (or,
+    when the background evaluation claimed it first, waits for that one; the claim keeps the
+    two from evaluating it twice)."""
+    model_runs_evaluate_pending(question_id=run.question_id)
+    deadline = time.monotonic() + timeout
+    run.refresh_from_db()
+    while run.evaluating and time.monotonic() < deadline:
+        time.sleep(0.2)
+        run.refresh_from_db()
+    return run
 
 
 def _summary(run: ModelRun) -> str:
