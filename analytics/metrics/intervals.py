@@ -663,8 +663,9 @@ def kappa_sda_hac_interval(
     Interval
         Arrays ``(n_out,)`` (``(1,)`` with ``pool``): ``estimate``, ``low``/``high``
         (Student t with the flat-top window's degrees of freedom, clipped to [-1, 1]),
-        ``n`` = pooled steps (with ``pool``: the time steps of the items where a target
-        pair traced together, each step once however many pairs share it),
+        ``n`` = the time steps the figure rests on, each once however many of its pairs
+        share it (a pair: its pooled steps; kappa with others: the steps the annotator
+        traced alongside any colleague; with ``pool``: the steps where a target pair traced),
         ``n_effective`` = the independent steps those are worth (for the trace figures'
         "rests on ... independent samples").
 
@@ -806,15 +807,10 @@ def kappa_sda_hac_interval(
         plain += np.where(involved, np.sum(v**2, axis=1), 0.0)
         dof += np.where(involved, n_i / bandwidth, 0.0)
         time_steps += np.where(involved, n_i, 0)
-    # evidence: the most steps of any pair in a combination (kappa with others: the steps the
-    # annotator traced alongside a colleague); pooled: the time steps, each once
-    n_steps = (
-        time_steps
-        if pool
-        else np.max(
-            np.where(coef != 0, np.where(defined, n_pair, 0.0)[None, :], 0.0), axis=1, initial=0.0
-        )
-    )
+    # evidence: the time steps of the figure's series, each once (kappa with others: the steps
+    # the annotator traced alongside any colleague, not only the one sharing most; a mean over
+    # gold items: the steps of every item; pooled: the steps where a target pair traced)
+    n_steps = time_steps
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.sqrt(variance) / total
         n_effective = np.where(
@@ -887,8 +883,10 @@ def indicator_intervals_traces(
         * ``"kappa_sda_aligned"``: the same after each annotator's lag is removed
           (:func:`~analytics.metrics.alignment.remove_lags`: against the truth on gold
           items, else against the others' mean; padded samples dropped, not compared);
-        * ``"kappa_truth"``: kappa_SDA of the lag-corrected trace with the truth, pooled
-          over the gold items the annotator traced (nan and ``n = 0`` without gold).
+        * ``"kappa_truth"``: kappa_SDA of the lag-corrected trace with the truth, the mean
+          over the gold items the annotator traced (each trace on its own real samples
+          within those shared with the truth: padded samples dropped; nan and ``n = 0``
+          without gold), as the live figure averages it (:func:`_mean_over_gold_items`).
 
         Per study (floats): ``"icc"``, the mean over items of the ICC of the lag-corrected
         traces (items with 2+ traces), with a t interval over items (nan with fewer than 2
@@ -930,8 +928,8 @@ def indicator_intervals_traces(
     >>> out = indicator_intervals_traces([item], rate_hz=1, truths=[truth])
     >>> out["kappa_sda"].estimate.round(2), out["kappa_sda_aligned"].estimate.round(2)
     (array([0.28, 0.27, 0.41]), array([1., 1., 1.]))
-    >>> out["kappa_truth"].n
-    array([294, 294, 294])
+    >>> out["kappa_truth"].n  # each trace on its own real samples: 299 steps less its lag
+    array([297, 296, 294])
     """
     mats = [np.asarray(mat, dtype=np.float64) for mat in items]
     if not mats or any(mat.ndim != 2 for mat in mats):
@@ -942,14 +940,14 @@ def indicator_intervals_traces(
     if len(truths) != len(mats):
         raise ValueError(f"truths must have one entry per item ({len(mats)}); got {len(truths)}")
     pairs, combine = _with_others_combination(m)
-    aligned, gold = [], []
+    aligned = []
+    gold: list[list[NDArray[np.float64]]] = [[] for _ in range(m)]
     for mat, truth in zip(mats, truths, strict=True):
         removal = remove_lags(mat, truth=truth, max_lag=max_lag, rate_hz=rate_hz)
         aligned.append(removal.aligned)
         if truth is not None:
-            # the samples shared with the truth: it may end before the traces
-            cut = np.asarray(truth, dtype=np.float64)[removal.start : removal.stop]
-            gold.append(np.vstack([removal.aligned[:, : cut.size], cut]))
+            for k, pair in _against_truth(mat, np.asarray(truth, dtype=np.float64), removal.lags):
+                gold[k].append(pair)
     out = {
         "kappa_sda": kappa_sda_hac_interval(
             mats, tol=tol, targets=pairs, combine=combine, confidence=confidence
@@ -958,14 +956,9 @@ def indicator_intervals_traces(
             aligned, tol=tol, targets=pairs, combine=combine, confidence=confidence
         ),
     }
-    if gold:
-        tols = np.append(np.full(m, float(tol)), float(truth_tol))
-        with_truth = np.column_stack([np.arange(m), np.full(m, m)])
-        out["kappa_truth"] = kappa_sda_hac_interval(
-            gold, tol=tols, targets=with_truth, confidence=confidence
-        )
-    else:
-        out["kappa_truth"] = _nan_interval(np.zeros(m, dtype=np.int64), (m,))
+    out["kappa_truth"] = _mean_over_gold_items(
+        gold, tol=tol, truth_tol=truth_tol, confidence=confidence
+    )
     out["icc"] = _icc_over_items(aligned, kind=icc_kind, confidence=confidence)
     ordered = np.argwhere(~np.eye(m, dtype=bool))  # (k, l) and (l, k): the symmetric sum
     pooled = kappa_sda_hac_interval(
@@ -975,6 +968,64 @@ def indicator_intervals_traces(
     effective = np.asarray(pooled.n_effective).item()
     out["pooled_kappa_sda"] = Interval(estimate, low, high, n, None, effective)
     return out
+
+
+def _against_truth(
+    mat: NDArray[np.float64], truth: NDArray[np.float64], lags: NDArray[np.int64]
+) -> list[tuple[int, NDArray[np.float64]]]:
+    """Each traced row of a gold item shifted by its lag beside the truth, on the samples the
+    row really has within those it shares with the truth (``(2, n_k)``; padded samples
+    dropped, as :func:`remove_lags` does for the whole item, but per row): row k pairs
+    ``mat[k, t + L_k]`` with ``truth[t]`` for ``max(0, -L_k) <= t < n - max(0, L_k)``,
+    ``n = min(n_samples, n_truth)``. Rows with fewer than 2 such samples are left out."""
+    n = min(mat.shape[1], truth.size)
+    out = []
+    for k in np.flatnonzero(~np.all(np.isnan(mat), axis=1)):
+        lag = int(lags[k])
+        start, stop = max(0, -lag), n - max(0, lag)
+        if stop - start >= 2:
+            out.append((int(k), np.vstack([mat[k, start + lag : stop + lag], truth[start:stop]])))
+    return out
+
+
+def _mean_over_gold_items(
+    gold: Sequence[Sequence[NDArray[np.float64]]],
+    *,
+    tol: float,
+    truth_tol: float,
+    confidence: float,
+) -> Interval:
+    r"""Each annotator's mean over gold items of kappa_SDA against the truth, with its HAC
+    interval: ``gold[k]`` holds the annotator's ``(2, n)`` (trace, truth) pairs of
+    :func:`_against_truth`, one per gold item.
+
+    Every gold item is its own pair (trace row g with the truth row), combined with weights
+    :math:`c_g = 1 / N_g` (:func:`kappa_sda_hac_interval`'s ``combine``), so the figure is
+    the plain mean :math:`rac1G \sum_g \kappa_g` over the items whose kappa is defined, the
+    live figure (``apps.continuous.selectors.item_calibration`` per gold trace, averaged),
+    and its variance the sum of the items' HAC long-run variances over :math:`G^2`."""
+    m = len(gold)
+    estimate, low, high = (np.full(m, np.nan) for _ in range(3))
+    n, effective = np.zeros(m, dtype=np.int64), np.full(m, np.nan)
+    for k, pairs in enumerate(gold):
+        if not pairs:
+            continue
+        rows = len(pairs) + 1  # one trace row per gold item, the truth last
+        items = []
+        for g, pair in enumerate(pairs):
+            mat = np.full((rows, pair.shape[1]), np.nan)
+            mat[g], mat[-1] = pair
+            items.append(mat)
+        found = kappa_sda_hac_interval(
+            items,
+            tol=np.append(np.full(len(pairs), float(tol)), float(truth_tol)),
+            targets=np.column_stack([np.arange(len(pairs)), np.full(len(pairs), len(pairs))]),
+            combine=[[1.0 / (pair.shape[1] - 1) for pair in pairs]],
+            confidence=confidence,
+        )
+        parts = (np.asarray(part) for part in (*found[:4], found.n_effective))
+        estimate[k], low[k], high[k], n[k], effective[k] = (part[0] for part in parts)
+    return Interval(estimate, low, high, n, None, effective)
 
 
 def _icc_over_items(

@@ -10,7 +10,7 @@ import numpy as np
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from numpy.typing import NDArray
 
-from analytics.metrics.alignment import estimate_lag, shift_trace
+from analytics.metrics.alignment import estimate_lag
 from analytics.metrics.resample import merge_segments, tick_count
 from analytics.metrics.traces import fit_monotonic_cubic, kappa_sda, sda, trend_agreement
 from apps.annotations.models import Annotation, Assignment
@@ -266,10 +266,12 @@ def item_calibration(
     """Lag, cubic distortion, trend agreement, SDA and kappa_SDA of a trace against a truth.
 
     The trace is first shifted by its constant lag (maximum correlation within ``MAX_LAG_S``,
-    or less when the trace is too short for that search), and both are cut to their common
-    length; the other figures are computed on the shifted trace, as in Booth & Narayanan
-    (2020). Figures the data cannot define are nan: the lag of a constant trace (then no
-    shift is applied), the cubic fit of a trace with fewer than four distinct values.
+    or less when the trace is too short for that search) on the samples it shares with the
+    truth; the other figures are computed on the shifted trace, as in Booth & Narayanan
+    (2020), over the samples it really has: the ``abs(lag)`` samples a shift pads at an edge
+    are dropped, not compared (a padded repeat would count as "no change"). Figures the data
+    cannot define are nan: the lag of a constant trace (then no shift is applied), the cubic
+    fit of a trace with fewer than four distinct values.
     ``tol`` is the annotator's dead band (slider jitter, the question's SDA tolerance) and
     applies to the trace only; the truth's differences count as no change only below
     ``truth_tol`` (floating-point noise of a stored signal).
@@ -284,7 +286,10 @@ def item_calibration(
             lag_samples, lag_seconds, lag_correlation = lag
         except ValueError:  # a constant trace: no correlation at any lag
             pass
-    aligned = shift_trace(trace, lag_samples)
+    # the shifted trace on the samples it really has: the |lag| samples a shift would pad at an
+    # edge (a repeated value, "no change") are dropped, not compared (as remove_lags does)
+    start, stop = max(0, -lag_samples), n - max(0, lag_samples)
+    aligned, truth = trace[start + lag_samples : stop + lag_samples], truth[start:stop]
     try:
         fit = fit_monotonic_cubic(aligned, truth, direction="annotation_to_truth")
         cubic_r2, increasing = fit.r2, bool(fit.increasing)

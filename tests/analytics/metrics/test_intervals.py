@@ -319,8 +319,33 @@ def test_a_truth_shorter_than_the_traces_rests_only_the_truth_figures_on_its_sam
         np.testing.assert_allclose(gold[key].estimate, plain[key].estimate, atol=1e-12)
         np.testing.assert_array_equal(gold[key].n, plain[key].n)
     assert gold["kappa_sda"].n.tolist() == [199] * 3
-    assert gold["kappa_truth"].n.tolist() == [98] * 3  # truth[1:100]: 99 samples, 98 steps
+    # each row's real samples within the truth's 100: lags 2 and 5 lose the end, -1 the start
+    assert gold["kappa_truth"].n.tolist() == [97, 94, 98]
     np.testing.assert_allclose(gold["kappa_truth"].estimate, 1.0)
+
+
+def test_kappa_with_truth_is_the_mean_over_gold_items_of_each_traces_real_samples():
+    """kappa_SDA against the truth over several gold items: the plain mean of the items'
+    kappa_SDA (the live figure's average), each trace shifted by its lag on the samples it
+    really has (``kappa_sda`` on the cut arrays as the oracle), ``n`` = every item's steps."""
+    rng = np.random.default_rng(23)
+    items, truths, expected, steps = [], [], [[], []], [0, 0]
+    for n, lags in ((160, (2, -3)), (90, (4, 1))):
+        base = np.round(np.cumsum(rng.choice([-1, 0, 0, 1], n + 20)), 6)
+        truth = base[10 : 10 + n]
+        rows = [base[10 - lag : 10 - lag + n] + rng.normal(0, 0.4, n) for lag in lags]
+        items.append(np.vstack(rows))
+        truths.append(truth)
+        for k, (row, lag) in enumerate(zip(rows, lags, strict=True)):
+            start, stop = max(0, -lag), n - max(0, lag)
+            expected[k].append(kappa_sda(row[start + lag : stop + lag], truth[start:stop]))
+            steps[k] += stop - start - 1
+    out = indicator_intervals_traces(items, rate_hz=1, truths=truths, max_lag=6)["kappa_truth"]
+    np.testing.assert_allclose(out.estimate, np.mean(expected, axis=1), atol=1e-12)
+    assert out.n.tolist() == steps
+    assert np.all((out.low < out.estimate) & (out.estimate < out.high))
+    # the two items' kappas differ: a pooled table would not give their mean
+    assert abs(expected[0][0] - expected[0][1]) > 0.02
 
 
 def test_traces_entry_point_raw_aligned_and_truth():
@@ -334,7 +359,8 @@ def test_traces_entry_point_raw_aligned_and_truth():
     assert np.all(out["kappa_sda_aligned"].estimate > out["kappa_sda"].estimate + 0.3)
     np.testing.assert_allclose(out["kappa_sda_aligned"].estimate, 1.0)
     np.testing.assert_allclose(out["kappa_truth"].estimate, 1.0)
-    assert out["kappa_truth"].n.tolist() == [295, 295, 295]  # gold item only, 4 + 1 dropped
+    # gold item only, each trace on its own real samples: 299 steps less its lag
+    assert out["kappa_truth"].n.tolist() == [299, 297, 295]
     for interval in out.values():
         assert not np.any(interval.n_effective > interval.n)  # nan: perfect agreement, no spread
     removed = [

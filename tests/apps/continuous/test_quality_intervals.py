@@ -97,6 +97,23 @@ def test_trace_intervals_are_centred_on_the_live_figures_when_the_truth_is_short
     assert found.samples["kappa_sda"].min() > SIGNAL_SECONDS  # the traces' common length
 
 
+def test_kappa_with_truth_interval_is_centred_on_the_live_figure(short_truth):
+    """kappa_SDA against the truth: the live figure (the mean over gold traces of
+    ``item_calibration``) and the interval's estimate compare the same samples, each trace
+    shifted by its lag with the padded samples dropped (the issue: "padded samples after a
+    shift are dropped, not compared"); before, the live figure compared them (0.87 against
+    an interval of [1.00, 1.00] for the trace 1 s late)."""
+    ts, _ = short_truth
+    state = QualityState.objects.get(question=ts.question)
+    stats = ContinuousStats.from_bytes(state.stats, n_annotators=len(state.annotator_ids))
+    live = stats.column("kappa_truth_sum") / stats.column("kappa_truth_n")
+    found = trace_intervals(ts.question)
+    assert found is not None
+    kappa = found.per_annotator["kappa_truth"]
+    np.testing.assert_allclose(np.asarray(kappa.estimate), live, rtol=0, atol=1e-9)
+    assert np.all((np.asarray(kappa.low) <= live) & (live <= np.asarray(kappa.high)))
+
+
 def test_lag_corrected_kappa_with_others_is_shown_with_its_interval_everywhere(
     short_truth, settings, client
 ):
