@@ -47,6 +47,7 @@ from .model_agreement import (
     dic_consensus_baseline,
     dic_random_baseline,
     mds_embedding,
+    mean_accuracy_bootstrap,
     paired_difference,
     procrustes_align,
 )
@@ -208,6 +209,7 @@ __all__ = [
     "label_skew_bootstrap",
     "landis_koch_band",
     "mds_embedding",
+    "mean_accuracy_bootstrap",
     "mean_bootstrap",
     "mean_t_interval",
     "mean_with_others",

@@ -26,6 +26,7 @@ from analytics.metrics.uncertainty import (
     Seed,
     _check_n_boot,
     _features,
+    _item_bootstrap,
     _item_pairs,
     _percentile_interval,
     _replicate_sums,
@@ -44,6 +45,7 @@ __all__ = [
     "dic_consensus_baseline",
     "dic_random_baseline",
     "mds_embedding",
+    "mean_accuracy_bootstrap",
     "paired_difference",
     "procrustes_align",
 ]
@@ -808,6 +810,94 @@ def dic_bae_bootstrap_sda(
         int(ids.size),
         int(cell_item.size),
     )
+
+
+def mean_accuracy_bootstrap(
+    human: ArrayLike,
+    predicted: ArrayLike,
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: Seed = None,
+) -> Interval:
+    r"""Mean per-annotator accuracy of predictions, with a percentile interval from a
+    bootstrap over items.
+
+    Parameters
+    ----------
+    human, predicted : array_like, shape (n_annotators, n_items)
+        Label codes; ``np.nan`` = no label / no prediction. Only cells with both count.
+    n_boot : int
+        Number of replicates.
+    confidence : float
+        Two-sided coverage.
+    seed : int or numpy.random.Generator, optional
+        Random seed; the weights are :func:`~analytics.metrics.uncertainty.bootstrap_weights`
+        of the items with a cell, in column order: the same as :func:`dic_bae_bootstrap`'s
+        for the same data and seed, so the replicates pair with its DIC replicates.
+
+    Returns
+    -------
+    Interval
+        ``estimate`` = the mean over annotators with a compared cell of their accuracy,
+        ``low``/``high`` (percentile interval), ``n`` = items with a cell, the replicates;
+        all nan (``n`` 0) when no cell is shared.
+
+    Notes
+    -----
+    With :math:`c_{ki} = 1` when annotator :math:`k` labelled item :math:`i` and the model
+    predicted it, :math:`h_{ki} = 1` when the two labels agree, and :math:`W_{bi}` the number
+    of times replicate :math:`b` draws item :math:`i`:
+
+    .. math:: \bar a^{(b)} = \frac{1}{|K_b|} \sum_{k \in K_b}
+              \frac{\sum_i W_{bi} h_{ki}}{\sum_i W_{bi} c_{ki}}, \qquad
+              K_b = \{k : \textstyle\sum_i W_{bi} c_{ki} > 0\}
+
+    (Zhang et al. 2025, Table 2's accuracy, averaged over annotators). The item is the
+    resampled unit, as for DIC, since one item's labels are shared by all annotators; all
+    replicates are one product of the weights with the ``(n_items, 2 n_annotators)`` counts.
+
+    References
+    ----------
+    Zhang, L., Liu, F., Sha, X., Wang, B., Liu, H. & Lian, Z. (2025). A unified evaluation
+    framework for multi-annotator tendency learning. arXiv:2508.10393.
+    doi:10.48550/arXiv.2508.10393
+
+    Efron, B. & Tibshirani, R. J. (1993). An Introduction to the Bootstrap. Chapman &
+    Hall/CRC. doi:10.1201/9780429246593
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> human = rng.integers(0, 3, (4, 200)).astype(float)
+    >>> model = np.where(rng.random((4, 200)) < 0.8, human, (human + 1) % 3)
+    >>> res = mean_accuracy_bootstrap(human, model, n_boot=400, seed=1)
+    >>> round(res.estimate, 3), bool(res.low < res.estimate < res.high), res.n
+    (0.801, True, 200)
+    """
+    h = as_ratings(human, name="human")
+    p = as_ratings(predicted, name="predicted")
+    if h.shape != p.shape:
+        raise ValueError(f"human and predicted differ in shape: {h.shape} and {p.shape}")
+    both = ~np.isnan(h) & ~np.isnan(p)
+    columns = np.flatnonzero(both.any(axis=0))
+    if columns.size == 0:
+        return Interval(math.nan, math.nan, math.nan, 0, np.full(_check_n_boot(n_boot), np.nan))
+    m = h.shape[0]
+    hits = both & (h == p)
+    features = np.hstack([hits[:, columns].T, both[:, columns].T]).astype(float)
+
+    def statistic(sums: NDArray[np.float64]) -> NDArray[np.float64]:
+        right, compared = sums[:, :m], sums[:, m:]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            accuracy = np.where(compared > 0, right / compared, np.nan)
+        counted = np.isfinite(accuracy)
+        total = np.where(counted, accuracy, 0.0).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return total / counted.sum(axis=1)
+
+    estimate, replicates = _item_bootstrap(features, statistic, n_boot=n_boot, seed=seed)
+    return _percentile_interval(float(estimate), replicates, int(columns.size), confidence)
 
 
 def paired_difference(

@@ -21,7 +21,12 @@ chooses the inputs the paper prescribes and packs the results as JSON:
   over items (:func:`~analytics.metrics.dic_bae_bootstrap`; traces:
   :func:`~analytics.metrics.dic_bae_bootstrap_sda` on the per-item pair tables,
   :data:`BOOTSTRAP_REPLICATES` replicates, seed :data:`SEED`), with the evidence: ``n_items``
-  (items with a cell) and ``n_cells``.
+  (items with a cell) and ``n_cells``. The traditional metrics carry theirs too: each
+  annotator's accuracy a Wilson interval with ``n`` = the items compared
+  (:func:`~analytics.metrics.wilson_interval`); the mean accuracy and both Fleiss' kappas a
+  percentile interval from the same item bootstrap (same replicates and seed;
+  :func:`~analytics.metrics.mean_accuracy_bootstrap` draws the very items DIC's replicates
+  drew, :func:`~analytics.metrics.fleiss_kappa_bootstrap` the items with two or more labels).
 """
 
 from __future__ import annotations
@@ -45,12 +50,15 @@ from analytics.metrics import (
     dic_consensus_baseline,
     dic_random_baseline,
     fleiss_kappa,
+    fleiss_kappa_bootstrap,
     kappa_sda_from_counts,
     mds_embedding,
+    mean_accuracy_bootstrap,
     pairwise_kappa,
     pearson,
     procrustes_align,
     sign_coincidence_matrix,
+    wilson_interval,
 )
 
 SEED = 0
@@ -105,13 +113,26 @@ def _maps(s_true: NDArray[np.float64], s_model: NDArray[np.float64]) -> dict[str
     return {"annotators": keep.tolist(), "truth": _json(truth), "model": _json(model)}
 
 
-def _accuracy(human: NDArray[np.float64], predicted: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Per annotator: share of the cells where the prediction equals the annotator's label."""
+def _accuracy(human: NDArray[np.float64], predicted: NDArray[np.float64]) -> Interval:
+    """Per annotator: share of the cells where the prediction equals the annotator's label,
+    with its Wilson interval; ``n`` = the annotator's cells compared (nan where none)."""
     both = ~np.isnan(human) & ~np.isnan(predicted)
     hits = np.where(both, human == predicted, False).sum(axis=1)
-    n = both.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, hits / n, np.nan)
+    return wilson_interval(hits, both.sum(axis=1), confidence=CONFIDENCE)
+
+
+def _bounds(interval: Interval) -> list[float | None] | None:
+    """``[low, high]`` of a scalar interval, JSON-ready; ``None`` when undefined."""
+    pair = _json(np.array([interval.low, interval.high]))
+    return None if None in pair else pair
+
+
+def _bounds_each(interval: Interval) -> list[list[float | None] | None]:
+    """``[low, high]`` per entry of a vectorised interval (``None`` where undefined)."""
+    lows, highs = _json(np.atleast_1d(interval.low)), _json(np.atleast_1d(interval.high))
+    return [
+        None if lo is None or hi is None else [lo, hi] for lo, hi in zip(lows, highs, strict=True)
+    ]
 
 
 def _pearson(human: NDArray[np.float64], predicted: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -153,19 +174,15 @@ def _intervals(result: DicBaeIntervals, *, items: NDArray[np.intp]) -> dict[str,
     items when the answers, the items and the seed are the same.
     """
 
-    def bounds(interval: Interval) -> list[float | None] | None:
-        pair = _json(np.array([interval.low, interval.high]))
-        return None if None in pair else pair
-
     def bias(interval: Interval) -> float | None:
         drawn = np.zeros(0) if interval.replicates is None else interval.replicates
         finite = drawn[np.isfinite(drawn)]
         return _json(float(finite.mean() - interval.estimate)) if finite.size else None
 
     return {
-        "dic_interval": bounds(result.dic),
+        "dic_interval": _bounds(result.dic),
         "dic_bias": bias(result.dic),
-        "bae_interval": {kind: bounds(i) for kind, i in result.bae.items()},
+        "bae_interval": {kind: _bounds(i) for kind, i in result.bae.items()},
         "bae_bias": {kind: bias(i) for kind, i in result.bae.items()},
         "n_items": result.n_items,
         "dic_replicates": _json(
@@ -245,7 +262,11 @@ def evaluate_run(
         ``bae_bias`` (per level: mean replicate minus estimate, the bootstrap's estimate of
         the bias), ``n_items``, ``dic_replicates`` and ``bootstrap_items`` (a digest of the
         resampled items: for paired comparisons of runs) and ``interval`` (method,
-        replicates, confidence); nan as ``None``.
+        replicates, confidence); the traditional metrics' intervals ``accuracy_interval``
+        (per annotator, Wilson) with ``accuracy_n`` (items compared), and
+        ``accuracy_mean_interval``, ``fleiss_pred_interval``, ``fleiss_human_interval``
+        (item bootstrap) with ``fleiss_n_items`` (items with two or more predictions);
+        nan as ``None``.
     """
     both = ~np.isnan(human) & ~np.isnan(predicted)
     human = np.where(both, human, np.nan)
@@ -258,16 +279,29 @@ def evaluate_run(
         vectors=vectors,
     )
     accuracy = _accuracy(human, predicted)
+    accuracy_mean = mean_accuracy_bootstrap(
+        human, predicted, n_boot=BOOTSTRAP_REPLICATES, confidence=CONFIDENCE, seed=SEED
+    )
+    fleiss_pred, fleiss_human = (
+        fleiss_kappa_bootstrap(r, n_boot=BOOTSTRAP_REPLICATES, confidence=CONFIDENCE, seed=SEED)
+        for r in (predicted, human)
+    )
     pearson_r = _pearson(human, predicted) if ordered else np.full(human.shape[0], np.nan)
     figures.update(
         measure="kappa",
         n_cells=int(both.sum()),
-        accuracy=_json(accuracy),
-        accuracy_mean=_json(_mean(accuracy)),
+        accuracy=_json(np.asarray(accuracy.estimate, dtype=float)),
+        accuracy_interval=_bounds_each(accuracy),
+        accuracy_n=np.asarray(accuracy.n, dtype=int).tolist(),
+        accuracy_mean=_json(_mean(np.asarray(accuracy.estimate, dtype=float))),
+        accuracy_mean_interval=_bounds(accuracy_mean),
         pearson=_json(pearson_r),
         pearson_mean=_json(_mean(pearson_r)),
         fleiss_pred=_json(fleiss_kappa(predicted)),
+        fleiss_pred_interval=_bounds(fleiss_pred),
         fleiss_human=_json(fleiss_kappa(human)),
+        fleiss_human_interval=_bounds(fleiss_human),
+        fleiss_n_items=int(fleiss_pred.n),
     )
     figures.update(
         _intervals(

@@ -208,6 +208,8 @@ class LeaderboardRow:
     bae_feature_interval: list[float] | None = None
     bae_attention_interval: list[float] | None = None
     n_items: int | None = None  # items the figures rest on
+    accuracy_interval: list[float] | None = None  # of the mean accuracy (item bootstrap)
+    fleiss_interval: list[float] | None = None  # of Fleiss' kappa of the predictions
 
 
 @dataclass(frozen=True)
@@ -297,6 +299,8 @@ def leaderboard(*, question: Question, limit: int | None = None) -> Leaderboard:
                 bae_feature_interval=bae_interval.get("feature"),
                 bae_attention_interval=bae_interval.get("attention"),
                 n_items=figures.get("n_items"),
+                accuracy_interval=figures.get("accuracy_mean_interval"),
+                fleiss_interval=figures.get("fleiss_pred_interval"),
             )
         )
     rows.sort(key=lambda r: (r.dic is None, r.dic if r.dic is not None else 0.0))

@@ -239,10 +239,22 @@ def _figures_context(evaluation: ModelRunEvaluation) -> dict[str, Any]:
                 "left_out": len(ids) - len(pair["annotators"]),
             }
         )
+    n = len(names)  # evaluations made before the accuracy intervals have none
     per_annotator = [
-        {"name": name, "accuracy": accuracy, "pearson": pearson}
-        for name, accuracy, pearson in zip(
-            names, figures["accuracy"], figures["pearson"], strict=True
+        {
+            "name": name,
+            "accuracy": accuracy,
+            "accuracy_interval": interval,
+            "n": compared,
+            "pearson": pearson,
+        }
+        for name, accuracy, interval, compared, pearson in zip(
+            names,
+            figures["accuracy"],
+            figures.get("accuracy_interval") or [None] * n,
+            figures.get("accuracy_n") or [None] * n,
+            figures["pearson"],
+            strict=True,
         )
     ]
     return {

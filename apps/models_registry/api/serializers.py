@@ -78,8 +78,28 @@ class EvaluationSerializer(serializers.ModelSerializer):
         help_text="(annotator, item) cells with both a human answer and a prediction."
     )
     accuracy_mean = serializers.SerializerMethodField(help_text="Categorical questions only.")
+    accuracy_mean_interval = serializers.SerializerMethodField(
+        help_text=f"Of `accuracy_mean`: {INTERVAL_HELP}"
+    )
     accuracy = serializers.SerializerMethodField(help_text="Per annotator, in `annotators` order.")
+    accuracy_interval = serializers.SerializerMethodField(
+        help_text="Per annotator, in `annotators` order: 95 % Wilson interval [low, high] of "
+        "`accuracy` over the `accuracy_n` items compared (null where none were, and for "
+        "evaluations made before these intervals existed: then the list is empty)."
+    )
+    accuracy_n = serializers.SerializerMethodField(
+        help_text="Per annotator, in `annotators` order: items where the annotator's label and "
+        "the prediction were compared (empty for older evaluations)."
+    )
     fleiss_kappa = serializers.SerializerMethodField(help_text="Fleiss' kappa of the predictions.")
+    fleiss_kappa_interval = serializers.SerializerMethodField(
+        help_text="Of `fleiss_kappa`: 95 % percentile interval [low, high] from a bootstrap over "
+        "the `fleiss_n_items` items with two or more predictions (null for older evaluations, "
+        "traces, or too little data)."
+    )
+    fleiss_n_items = serializers.SerializerMethodField(
+        help_text="Items with two or more predictions: the units `fleiss_kappa_interval` resamples."
+    )
     pearson_mean = serializers.SerializerMethodField(help_text="Ordered scales and traces.")
     annotators = serializers.SerializerMethodField(help_text="Annotator user ids.")
     baselines = serializers.SerializerMethodField()
@@ -99,8 +119,13 @@ class EvaluationSerializer(serializers.ModelSerializer):
             "n_items",
             "n_cells",
             "accuracy_mean",
+            "accuracy_mean_interval",
             "accuracy",
+            "accuracy_interval",
+            "accuracy_n",
             "fleiss_kappa",
+            "fleiss_kappa_interval",
+            "fleiss_n_items",
             "pearson_mean",
             "annotators",
             "baselines",
@@ -150,6 +175,26 @@ class EvaluationSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_fleiss_kappa(self, obj: ModelRunEvaluation) -> float | None:
         return obj.figures.get("fleiss_pred")
+
+    @extend_schema_field(INTERVAL_FIELD)
+    def get_fleiss_kappa_interval(self, obj: ModelRunEvaluation) -> list[float] | None:
+        return obj.figures.get("fleiss_pred_interval")
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_fleiss_n_items(self, obj: ModelRunEvaluation) -> int | None:
+        return obj.figures.get("fleiss_n_items")
+
+    @extend_schema_field(INTERVAL_FIELD)
+    def get_accuracy_mean_interval(self, obj: ModelRunEvaluation) -> list[float] | None:
+        return obj.figures.get("accuracy_mean_interval")
+
+    @extend_schema_field(serializers.ListField(child=INTERVAL_FIELD))
+    def get_accuracy_interval(self, obj: ModelRunEvaluation) -> list[list[float] | None]:
+        return obj.figures.get("accuracy_interval") or []
+
+    @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
+    def get_accuracy_n(self, obj: ModelRunEvaluation) -> list[int]:
+        return obj.figures.get("accuracy_n") or []
 
     @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_pearson_mean(self, obj: ModelRunEvaluation) -> float | None:

@@ -22,6 +22,7 @@ from analytics.metrics import (
     dic_consensus_baseline,
     dic_random_baseline,
     mds_embedding,
+    mean_accuracy_bootstrap,
     paired_difference,
     pairwise_kappa,
     procrustes_align,
@@ -336,3 +337,47 @@ def test_paired_difference_of_two_runs_on_the_same_resamples():
     assert (same.estimate, same.low, same.high) == (0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match="one non-empty length"):
         paired_difference([0.1, 0.2], [0.1], estimate_a=0.1, estimate_b=0.1)
+
+
+def test_mean_accuracy_bootstrap_replicate_equals_accuracy_of_the_duplicated_items():
+    # outside oracle: replicate b is sklearn's accuracy_score per annotator on the data where
+    # item i is written out w_i times (w: the weights dic_bae_bootstrap draws), averaged
+    from sklearn.metrics import accuracy_score
+
+    rng = np.random.default_rng(3)
+    human, model = _run(rng, n_annotators=4, n_items=40, p_missing=0.3)
+    model[:, 0] = np.nan  # an item without a cell is not resampled
+    res = mean_accuracy_bootstrap(human, model, n_boot=6, seed=5)
+    columns = np.flatnonzero((~np.isnan(human) & ~np.isnan(model)).any(axis=0))
+    assert res.n == columns.size == 39
+    weights = bootstrap_weights(39, n_boot=6, seed=5)
+
+    def mean_accuracy(h, p):
+        scores = []
+        for k in range(h.shape[0]):
+            both = ~np.isnan(h[k]) & ~np.isnan(p[k])
+            if both.any():
+                scores.append(accuracy_score(h[k, both], p[k, both]))
+        return np.mean(scores)
+
+    assert res.estimate == pytest.approx(mean_accuracy(human, model), abs=1e-12)
+    for b in range(6):
+        repeat = weights[b].astype(int)
+        h = np.repeat(human[:, columns], repeat, axis=1)
+        p = np.repeat(model[:, columns], repeat, axis=1)
+        assert res.replicates[b] == pytest.approx(mean_accuracy(h, p), abs=1e-12)
+    # the same items as DIC's replicates: the replicates pair
+    dic_res = dic_bae_bootstrap(human, model, n_boot=6, seed=5)
+    assert dic_res.n_items == res.n
+
+
+def test_mean_accuracy_bootstrap_perfect_model_none_shared_and_bad_input():
+    rng = np.random.default_rng(0)
+    human, _ = _run(rng, n_annotators=3, n_items=30, p_missing=0.2)
+    perfect = mean_accuracy_bootstrap(human, human, n_boot=50, seed=0)
+    assert (perfect.estimate, perfect.low, perfect.high) == (1.0, 1.0, 1.0)
+    empty = mean_accuracy_bootstrap(human, np.full_like(human, np.nan), n_boot=10, seed=0)
+    assert np.isnan(empty.estimate)
+    assert empty.n == 0
+    with pytest.raises(ValueError, match="shape"):
+        mean_accuracy_bootstrap(human, human[:, :5])

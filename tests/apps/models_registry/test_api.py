@@ -151,6 +151,17 @@ def test_evaluation_gives_dic_and_bae_intervals_with_the_evidence(api_client, si
     assert evaluation["bae_feature"] is None
     assert evaluation["bae_feature_interval"] is None
     assert evaluation["bae_region_interval"] is None
+    # the traditional metrics carry theirs: Wilson per annotator, item bootstrap for the rest
+    n_items = sim.ratings.shape[1]
+    assert evaluation["accuracy_n"] == [n_items] * sim.ratings.shape[0]
+    assert evaluation["accuracy_interval"] == figures["accuracy_interval"]
+    low, high = evaluation["accuracy_interval"][0]
+    assert 0.9 < low < high == 1.0  # all right: Wilson's upper end is 1, its lower end below
+    assert evaluation["accuracy_mean_interval"] == [1.0, 1.0]
+    assert evaluation["fleiss_kappa_interval"] == figures["fleiss_pred_interval"]
+    assert evaluation["fleiss_kappa_interval"][0] < evaluation["fleiss_kappa"]
+    assert evaluation["fleiss_n_items"] == n_items
     # the history endpoint serialises the same fields
     (past,) = api_client.get(_url(sim.study, run) + "evaluations/").json()
     assert past["dic_interval"] == [0.0, 0.0]
+    assert past["fleiss_kappa_interval"] == evaluation["fleiss_kappa_interval"]

@@ -9,8 +9,14 @@ from analytics.metrics import dic, pairwise_kappa
 from apps.annotations.models import Annotation, Revision
 from apps.models_registry.models import ModelRunEvaluation
 from apps.models_registry.selectors import latest_evaluation, leaderboard
-from apps.models_registry.services import model_runs_recompute
-from tests.apps.models_registry.simulation import vector_rows, vectors_with_cosine
+from apps.models_registry.services import Upload, model_runs_recompute
+from tests.apps.models_registry.simulation import (
+    jsonl,
+    prediction_rows,
+    register_and_evaluate,
+    vector_rows,
+    vectors_with_cosine,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -206,3 +212,55 @@ def test_a_constant_label_run_stays_below_random_over_its_whole_interval(sim, re
     figures = _figures(register("constant", np.zeros_like(sim.ratings)))
     low, high = figures["dic_interval"]
     assert figures["baselines"]["dic_random"] < low <= figures["dic"] <= high
+
+
+def test_accuracy_and_fleiss_carry_intervals_with_their_evidence(sim, register):
+    """Per annotator: Wilson over the items compared (an outside oracle: statsmodels'
+    proportion_confint, method "wilson"); mean accuracy and Fleiss' kappa: the item bootstrap
+    on the same replicates and seed as DIC, so the stored intervals are the library's."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    from analytics.metrics import fleiss_kappa_bootstrap, mean_accuracy_bootstrap
+    from apps.models_registry.evaluation import BOOTSTRAP_REPLICATES, SEED
+
+    codes = _noisy(sim, 0.3)
+    codes[0, :40] = -1  # annotator 0: no prediction on 40 items (fewer items compared)
+    rows = prediction_rows(sim, np.where(codes < 0, 0, codes))
+    keep = {(sim.usernames[0], item) for item in sim.items[:40]}
+    rows = [row for row in rows if (row["annotator"], row["item"]) not in keep]
+    run = register_and_evaluate(
+        study=sim.study,
+        question=sim.question,
+        name="noisy",
+        version="1",
+        created_by=sim.study.created_by,
+        predictions=Upload(jsonl(rows), "jsonl"),
+    )
+    figures = _figures(run)
+    human = sim.ratings.astype(float)
+    predicted = np.where(codes < 0, np.nan, codes).astype(float)
+    n_items = sim.ratings.shape[1]
+    assert figures["accuracy_n"] == [n_items - 40] + [n_items] * (sim.ratings.shape[0] - 1)
+    for k, (interval, n) in enumerate(
+        zip(figures["accuracy_interval"], figures["accuracy_n"], strict=True)
+    ):
+        hits = int(np.sum(human[k] == predicted[k]))
+        assert figures["accuracy"][k] == pytest.approx(hits / n, abs=1e-6)
+        low, high = proportion_confint(hits, n, alpha=0.05, method="wilson")
+        assert interval == pytest.approx([low, high], abs=1e-6)
+    both = ~np.isnan(predicted)
+    mean = mean_accuracy_bootstrap(
+        human, predicted, n_boot=BOOTSTRAP_REPLICATES, confidence=0.95, seed=SEED
+    )
+    assert figures["accuracy_mean"] == pytest.approx(mean.estimate, abs=1e-6)
+    assert figures["accuracy_mean_interval"] == pytest.approx([mean.low, mean.high], abs=1e-6)
+    assert mean.low < figures["accuracy_mean"] < mean.high
+    fleiss = fleiss_kappa_bootstrap(
+        np.where(both, predicted, np.nan), n_boot=BOOTSTRAP_REPLICATES, seed=SEED
+    )
+    assert figures["fleiss_pred"] == pytest.approx(fleiss.estimate, abs=1e-6)
+    assert figures["fleiss_pred_interval"] == pytest.approx([fleiss.low, fleiss.high], abs=1e-6)
+    assert figures["fleiss_pred_interval"][0] < figures["fleiss_pred"]
+    assert figures["fleiss_n_items"] == n_items
+    low, high = figures["fleiss_human_interval"]
+    assert low < figures["fleiss_human"] < high

@@ -385,3 +385,41 @@ def test_run_page_says_when_a_figure_lies_outside_its_interval(client, sim, regi
     page = client.get(reverse("models_registry:run", args=[sim.study.pk, run.pk])).content.decode()
     assert "<strong>BAE feature level lies outside its own interval</strong>" in page
     assert "<strong>DIC lies outside" not in page  # the oracle's DIC: 0 in [0, 0]
+
+
+def test_accuracy_and_fleiss_are_shown_with_their_intervals(client, sim, register):
+    """Issue #11: the leaderboard's Accuracy and Fleiss columns, the run page's summary and
+    per-annotator table, and the comparison show each figure with its interval."""
+    rng = np.random.default_rng(0)
+    noisy = np.where(rng.random(sim.ratings.shape) < 0.5, 0, sim.ratings)
+    run = register("noisy", noisy)
+    other = register("oracle", sim.ratings)
+    figures = latest_evaluation(run=run).figures
+
+    def shown(value: float, interval: list[float]) -> str:
+        return (
+            f'{value:.3f} <span class="mr-interval" title="95 % interval (bootstrap over '
+            f'items)">[{interval[0]:.3f}, {interval[1]:.3f}]</span>'
+        )
+
+    mean = shown(figures["accuracy_mean"], figures["accuracy_mean_interval"])
+    fleiss = shown(figures["fleiss_pred"], figures["fleiss_pred_interval"])
+    _login(client, sim.study.created_by)
+    url = reverse("models_registry:leaderboard", args=[sim.study.pk, "sentiment"])
+    page = client.get(url).content.decode()
+    assert f'<td class="num">{mean}</td>' in page
+    assert f'<td class="num">{fleiss}</td>' in page
+    detail = client.get(reverse("models_registry:run", args=[sim.study.pk, run.pk])).content
+    detail = detail.decode()
+    assert f'id="figure-accuracy">{mean}</dd>' in detail
+    assert f'id="figure-fleiss-pred">{fleiss}</dd>' in detail
+    human = shown(figures["fleiss_human"], figures["fleiss_human_interval"])
+    assert f'id="figure-fleiss-human">{human}</dd>' in detail
+    first = shown(figures["accuracy"][0], figures["accuracy_interval"][0])
+    assert f'<td class="num">{first}</td><td class="num">{figures["accuracy_n"][0]}</td>' in detail
+    compare = client.get(
+        reverse("models_registry:compare", args=[sim.study.pk, "sentiment"]),
+        {"run": [run.pk, other.pk]},
+    ).content.decode()
+    assert f'<td class="num">{mean}</td>' in compare
+    assert f'<td class="num">{fleiss}</td>' in compare
