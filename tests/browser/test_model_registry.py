@@ -181,9 +181,13 @@ def test_manager_uploads_a_run_then_compares_it(open_page, sign_in, screenshot, 
         }
     )
     form.get_by_role("button", name="Upload and evaluate").click()
-    expect(page.get_by_text("Registered oracle 1 and evaluated it.")).to_be_visible()
+    expect(
+        page.get_by_text("Registered oracle 1; evaluating it in the background.")
+    ).to_be_visible()
     table = page.locator(".mr-table")
     expect(table.get_by_role("link", name="oracle 1", exact=True)).to_be_visible()
+    # evaluated after the commit (inline in the tests): once done, no "evaluating…" is left
+    expect(page.locator("#mr-evaluating")).to_have_count(0, timeout=60_000)
 
     page.get_by_label("Compare oracle 1").check()
     page.get_by_label("Compare QuMAB-like v2").check()
