@@ -319,17 +319,29 @@ def model_runs_evaluate_pending(*, question_id: int) -> int:
         claimed = [(run, at) for run in waiting if (at := _claim(run.pk)) is not None]
         if not claimed:
             return done
-        answers = question_answers(question=claimed[0][0].question)
+        try:
+            answers = question_answers(question=claimed[0][0].question)
+        except Exception:  # the database away: give the runs back to the next dispatch
+            for run, at in claimed:
+                _release(run, at, again=True)
+            raise
         for run, at in claimed:
             try:
                 model_run_evaluate(run=run, answers=answers)
                 done += 1
             except Exception:  # one failing run must not stop the others; its claim is dropped
                 logger.exception("evaluation of model run %s failed", run.pk)
-            finally:  # release only our own claim (a timed-out one may have been taken over)
-                ModelRun.objects.filter(pk=run.pk, evaluation_started_at=at).update(
-                    evaluation_started_at=None
-                )
+            finally:
+                _release(run, at)
+
+
+def _release(run: ModelRun, claimed_at: Any, *, again: bool = False) -> None:
+    """Drop our claim of ``run`` (only ours: a timed-out one may have been taken over);
+    ``again`` asks for the evaluation anew (it could not run)."""
+    changes: dict[str, Any] = {"evaluation_started_at": None}
+    if again:
+        changes["evaluation_requested_at"] = timezone.now()
+    ModelRun.objects.filter(pk=run.pk, evaluation_started_at=claimed_at).update(**changes)
 
 
 def model_runs_sweep() -> list[int]:

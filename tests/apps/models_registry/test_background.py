@@ -208,3 +208,24 @@ def test_thread_mode_evaluates_on_the_background_thread_and_the_page_shows_it(
     html = page.content.decode()
     assert 'id="figure-dic">0.000' in html
     assert 'id="mr-evaluating"' not in html
+
+
+def test_runs_stay_asked_for_when_the_answers_cannot_be_read(sim, register, monkeypatch):
+    """The database away while reading the answers: the claims are given back as requests,
+    so the next dispatch or sweep evaluates the runs (not stuck "running" until the timeout)."""
+    run = register("oracle", sim.ratings)
+
+    def away(**kwargs):
+        raise ConnectionError("database away")
+
+    monkeypatch.setattr(services, "question_answers", away)
+    model_runs_request(question_id=sim.question.pk)
+    with pytest.raises(ConnectionError):
+        model_runs_evaluate_pending(question_id=sim.question.pk)
+    run.refresh_from_db()
+    assert run.evaluation_started_at is None
+    assert run.evaluation_requested_at is not None
+    monkeypatch.undo()
+    assert model_runs_evaluate_pending(question_id=sim.question.pk) == 1
+    run.refresh_from_db()
+    assert not run.evaluating
