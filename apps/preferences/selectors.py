@@ -472,6 +472,13 @@ class QuestionScores:
         """``(username, weight)`` per annotator, in table order."""
         return list(zip(self.annotators, self.weights, strict=True))
 
+    def annotator_scores_of(self, *, limit: int | None = None) -> Sequence[AnnotatorScores]:
+        """Item id -> ``(count, scale)`` of the first ``limit`` annotators (every one with None),
+        in table order."""
+        if not self.rows:
+            return []
+        return self.rows[0].annotator_scores[:limit]
+
 
 def _count_scores_of(judged: Sequence[tuple[int, int, int]]) -> AnnotatorScores:
     """One annotator's count scores and absolute scale over the items they judged.

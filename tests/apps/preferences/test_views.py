@@ -269,3 +269,30 @@ def test_the_results_page_and_the_scores_api_read_the_judgements_once(client, ap
             assert get().status_code == 200
         reads = [q["sql"] for q in queries if 'FROM "preferences_judgement"' in q["sql"]]
         assert len(reads) == 1, reads
+
+
+def test_the_results_page_shows_a_bounded_number_of_annotator_columns(
+    client, pairwise, monkeypatch
+):
+    # 200 annotators x 500 rows made 100,000 cells: the page shows the count scores of the
+    # first SCORE_TABLE_ANNOTATORS annotators, the CSV every annotator's
+    levels = {item.pk: k for k, item in enumerate(pairwise.items)}
+    for annotator in pairwise.annotators:
+        answer_all(pairwise.question, annotator, by_level(levels))
+    first, second = sorted(a.get_username() for a in pairwise.annotators)
+    client.force_login(pairwise.manager)
+    html = client.get(results_url(pairwise)).content.decode()
+    scores = html.split('id="scores-heading"')[1]
+    assert f"{first} <span" in scores
+    assert f"{second} <span" in scores
+    assert "scores-annotators" not in scores
+    monkeypatch.setattr(views, "SCORE_TABLE_ANNOTATORS", 1)
+    html = client.get(results_url(pairwise)).content.decode()
+    scores = html.split('id="scores-heading"')[1]
+    assert f"{first} <span" in scores
+    assert f"{second} <span" not in scores
+    assert "Count scores of the first 1 of 2 annotators" in scores
+    body = scores.split("<tbody>")[1].split("</tbody>")[0]
+    assert body.count('<td class="num">') == 5 * (2 + 1)  # rank, BT and one annotator a row
+    header = b"".join(client.get(results_url(pairwise, "scores_csv")).streaming_content)
+    assert f"count_{second}".encode() in header.splitlines()[0]
