@@ -8,14 +8,17 @@ Rows are dicts of typed values, written as CSV, JSON Lines or Parquet by
 
 from __future__ import annotations
 
+import csv
+from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
-from apps.exchange.formats import Column
+from apps.exchange.formats import ROWS_PER_CHUNK, Column, csv_cell, csv_text
 from apps.exchange.identity import same_name
 from apps.preferences.models import Judgement
 from apps.preferences.selectors import QuestionScores
 from apps.studies.models import Question
+from core.csv_files import _Line, neutralise
 
 JUDGEMENT_SCHEMA = (
     Column("annotator", "str"),
@@ -105,3 +108,48 @@ def score_rows(
             **{f"scale_{a}": v for a, v in zip(annotators, row.scales, strict=True)},
             **{f"weight_{a}": w for a, w in zip(annotators, scores.weights, strict=True)},
         }
+
+
+#: The pooled columns of :func:`score_schema`, before the per-annotator ones.
+POOLED_SCORE_COLUMNS = 6
+
+
+def score_csv_text(
+    scores: QuestionScores, *, name: Callable[[str], str] = same_name
+) -> Iterator[str]:
+    """The score table as CSV text in chunks: the same text as
+    :func:`~apps.exchange.formats.csv_text` of :func:`score_rows`, written in O(items x
+    annotators) string joins instead of as many Python calls per cell.
+
+    At 100,000 items x 200 annotators the table has 606 columns and 60 million cells, almost
+    all empty (an annotator judges a batch of the items): every cell through
+    :func:`~apps.exchange.formats.csv_cell` and :func:`~core.csv_files.neutralise` took 35-47 s.
+    Here the per-annotator cells of a row start as a list of empty cells and only the judged
+    ones are formatted (through the same two functions); the weights, the same on every row,
+    are formatted once. Pooled cells and the header go through the one CSV writer as before.
+    """
+    schema = [column.name for column in score_schema(scores, name=name)]
+    yield from csv_text([], columns=schema)  # the header, quoted and neutralised as usual
+    n = len(scores.annotators)
+    judged: defaultdict[int, list[tuple[int, float, float]]] = defaultdict(list)
+    for k, cells in enumerate(scores.annotator_scores_of()):
+        for item, (count, scale) in cells.items():
+            judged[item].append((k, count, scale))
+    writer = csv.writer(_Line())
+    weights = writer.writerow([neutralise(csv_cell(w)) for w in scores.weights])
+    empty = [""] * n
+    lines: list[str] = []
+    for row in scores.rows:
+        pooled = [row.item.pk, row.item.external_id, row.rank, row.log_strength, row.se]
+        line = writer.writerow([neutralise(csv_cell(v)) for v in (*pooled, scores.alpha)])
+        counts, scales = empty.copy(), empty.copy()
+        for k, count, scale in judged.get(row.item.pk, ()):
+            counts[k] = str(neutralise(csv_cell(count)))
+            scales[k] = str(neutralise(csv_cell(scale)))
+        if n:
+            line = f"{line[:-2]},{','.join(counts)},{','.join(scales)},{weights}"
+        lines.append(line)
+        if len(lines) == ROWS_PER_CHUNK:
+            yield "".join(lines)
+            lines.clear()
+    yield "".join(lines)

@@ -12,7 +12,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.exchange import formats
 from apps.exchange.identity import PSEUDONYMS, USERNAMES, annotator_names
 from apps.items.models import Item
-from apps.preferences.exporting import JUDGEMENT_SCHEMA, judgement_rows, score_rows, score_schema
+from apps.preferences.exporting import (
+    JUDGEMENT_SCHEMA,
+    judgement_rows,
+    score_csv_text,
+    score_rows,
+    score_schema,
+)
 from apps.preferences.forms import JudgementForm, UndoForm
 from apps.preferences.models import clean_pairwise_settings
 from apps.preferences.selectors import (
@@ -174,10 +180,14 @@ def scores_export(
     question = _question(study, question_key)
     scores = question_scores(question=question)
     name = annotator_names(study_id=study.pk, identity=_identity(request))
-    return formats.download(
-        formats.encode(
+    if fmt == "csv":  # the generic writer's text, written without a call per cell
+        chunks = (text.encode(formats.ENCODING) for text in score_csv_text(scores, name=name))
+    else:
+        chunks = formats.encode(
             score_rows(scores, name=name), columns=score_schema(scores, name=name), fmt=fmt
-        ),
+        )
+    return formats.download(
+        chunks,
         request=request,
         fmt=fmt,
         filename=f"study{study.pk}-{question.key}-scores.{fmt}",
