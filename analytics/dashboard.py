@@ -93,6 +93,13 @@ def _study_text(figure: StudyFigure, study: Mapping[str, Any]) -> str:
     return f"{interval_text(entry, figure.format)}; {evidence_text(entry, figure.evidence)}"
 
 
+def _figure_and_detail(text: str) -> tuple[str, str]:
+    """``"0.44 [0.34, 0.52]; 35 items"`` as ``("0.44", "[0.34, 0.52]; 35 items")``; a figure
+    without an interval has no detail."""
+    figure, _, detail = text.partition(" [")
+    return (figure, f"[{detail}") if detail else (text, "")
+
+
 def _median_text(values: list[float | None], spec: Indicator) -> str:
     """The annotators' median of an indicator with its order-statistic interval and the
     annotators it counts: "0.52 [0.31, 0.66]; 8 annotators" (no bounds below 6 of them)."""
@@ -100,6 +107,9 @@ def _median_text(values: list[float | None], spec: Indicator) -> str:
     if found.n == 0:
         return "–"
     entry = _entry(*(float(part) for part in found[:4]))
+    if entry is not None and entry[1] is None:  # no bounds below 6 annotators: say so
+        shown = fmt(float(found.estimate), spec.format)
+        return f"{shown}; {evidence_text(entry, 'annotators')}, too few for an interval"
     return f"{interval_text(entry, spec.format)}; {evidence_text(entry, 'annotators')}"
 
 
@@ -119,8 +129,12 @@ def _cell(
     stored = indicators.get("intervals", {}).get(spec.interval) if spec.interval else None
     entry = stored[k] if stored and k < len(stored) else None
     if entry is not None:
-        return {
-            "text": interval_text(entry, spec.format),
+        text = interval_text(entry, spec.format)
+        estimate, _, bounds = text.partition(" [")
+        return {  # the bounds apart, so that a narrow column breaks before them, not inside
+            "text": text,
+            "estimate": estimate,
+            "bounds": f"[{bounds}",
             "evidence": evidence_text(entry, spec.evidence),
         }
     return {"text": spec.text(value), "evidence": f"{n:,} {unit}" if n is not None else ""}
@@ -221,10 +235,11 @@ def dashboard_context(
         rows=rows,
         study_flags=by_annotator.get(None, []),
         figures=study_figures,
-        study_rows=[
+        study_rows=[  # (title, figure, its interval and evidence, band): the card shows the
+            # figure large and the rest small, so "0.44 [0.34, 0.52]; 35 items" fits a card
             (
                 figure.title(study_figures),
-                _study_text(figure, study_figures),
+                *_figure_and_detail(_study_text(figure, study_figures)),
                 _band(study_figures[figure.key]) if figure.headline else "",
             )
             for figure in shown
@@ -246,7 +261,7 @@ def dashboard_context(
                 _median_text(_series(indicators, agreement.key), agreement),
             ),
             _trend(
-                "Ratings",
+                kind.answers_label,  # what the kind counts: ratings, judgements, traces
                 [p["indicators"].get("study", {}).get("n_ratings") for p in history],
                 str(study_figures.get("n_ratings", 0)),
             ),
