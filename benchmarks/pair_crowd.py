@@ -131,6 +131,10 @@ def _seed(args: argparse.Namespace):
         def evidence(counts: Counter[int]) -> dict:
             return {"comparisons": counts}
 
+    try:  # the scheduler's figures stored on the session (none before issue 12's fix)
+        from apps.preferences.selectors import scheduler_figures as figures
+    except ImportError:
+        figures = None
     simulated = 0.0
     for k, user in enumerate(users):
         t0 = time.perf_counter()
@@ -189,9 +193,10 @@ def _seed(args: argparse.Namespace):
             comparisons.update((a, b))
             if scheduler.check_floor(settings.kappa_floor):
                 stopped_at = len(rows)
+        done = scheduler.next_pair() is None
         simulated += time.perf_counter() - t0
         with transaction.atomic():
-            PairSession.objects.create(
+            session = PairSession.objects.create(
                 question=question,
                 annotator=user,
                 seed=seed,
@@ -200,6 +205,12 @@ def _seed(args: argparse.Namespace):
                 pruning_stopped_at=stopped_at,
             )
             Judgement.objects.bulk_create(rows, batch_size=2000)
+            if figures is not None:  # as judgement_record stores them with every answer
+                last = Judgement.objects.filter(question=question, annotator=user).latest("id")
+                session.figures = figures(
+                    scheduler, kappa_floor=settings.kappa_floor, last_id=last.pk, done=done
+                )._asdict()
+                session.save(update_fields=["figures"])
     print(f"  {args.annotators} schedulers simulated in {simulated:.1f} s")
     return study, question, users
 

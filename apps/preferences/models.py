@@ -130,6 +130,9 @@ class PairSession(models.Model):
     ``audit_rule`` is the scheduler's way of choosing audits
     (:class:`~apps.preferences.scheduling.PairScheduler`): 2 for new sessions; sessions started
     before it existed keep rule 1, with which their judgements were asked.
+    ``figures`` keeps what the manager's pages read of the scheduler (remaining pairs, error
+    rate, warning), written with every answer, so those pages replay no scheduler
+    (:func:`~apps.preferences.selectors.annotator_figures`).
     """
 
     question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="pair_sessions")
@@ -150,6 +153,11 @@ class PairSession(models.Model):
     )
     completed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    figures = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The scheduler's figures after the latest answer (SchedulerFigures).",
+    )
 
     class Meta:
         ordering = ["question_id", "annotator_id"]

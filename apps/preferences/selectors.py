@@ -198,9 +198,7 @@ def pair_state(
             pruning_stopped_at=stop,
         )
     pending = scheduler.next_pair()
-    remaining = scheduler.remaining_estimate() if pending else 0
-    if not scheduler.adaptive:  # no pair is asked twice: the pairs never asked bound it
-        remaining = min(remaining, math.comb(len(scheduler.items), 2) - len(judgements))
+    remaining = remaining_pairs(scheduler, done=pending is None)
     check = None
     if plan is not None and pending is not None:
         slot = len(judgements)
@@ -218,6 +216,69 @@ def pair_state(
         remaining=remaining,
         checks=checks,
         check=check is not None,
+    )
+
+
+def remaining_pairs(scheduler: PairScheduler, *, done: bool) -> int:
+    """About how many of the scheduler's pairs are left once it chose its next pair (0 when
+    ``done``): :meth:`PairScheduler.remaining_estimate`, bounded by the pairs never asked when
+    no pair is asked twice (sessions before the adaptive scheduler)."""
+    remaining = 0 if done else scheduler.remaining_estimate()
+    if not scheduler.adaptive:
+        remaining = min(remaining, math.comb(len(scheduler.items), 2) - len(scheduler.judgements))
+    return remaining
+
+
+class SchedulerFigures(NamedTuple):
+    """What the manager's pages read of an annotator's scheduler, stored with every answer in
+    ``PairSession.figures`` so that those pages replay no scheduler (a cold process replayed
+    all of them: 1.5-2.5 s at 200 annotators x 500 judgements).
+
+    ``judgements`` (the data judgements kept) and ``last_id`` (the latest one's id, None
+    without one) name the history the figures describe; ``remaining`` is
+    :func:`remaining_pairs`, ``error_rate`` :meth:`PairScheduler.error_rate` and ``flagged``
+    :meth:`PairScheduler.flagged` at the session's kappa floor.
+    """
+
+    judgements: int
+    last_id: int | None
+    remaining: int
+    error_rate: float
+    flagged: bool
+
+
+def scheduler_figures(
+    scheduler: PairScheduler, *, kappa_floor: float, last_id: int | None, done: bool
+) -> SchedulerFigures:
+    """The :class:`SchedulerFigures` of ``scheduler`` once it chose its next pair."""
+    return SchedulerFigures(
+        judgements=len(scheduler.judgements),
+        last_id=last_id,
+        remaining=remaining_pairs(scheduler, done=done),
+        error_rate=scheduler.error_rate(),
+        flagged=scheduler.flagged(kappa_floor),
+    )
+
+
+def annotator_figures(
+    *, session: PairSession, judgements: Sequence[JudgementRow]
+) -> SchedulerFigures:
+    """The figures of the session's scheduler over ``judgements`` (its data judgements kept,
+    in order): the stored ones when they describe that history, else by replaying it
+    (:func:`pair_state`; sessions answered before the figures were stored, or just undone).
+    """
+    last_id = judgements[-1].id if judgements else None
+    if session.figures is not None:
+        stored = SchedulerFigures(**session.figures)
+        if (stored.judgements, stored.last_id) == (len(judgements), last_id):
+            return stored
+    state = pair_state(session=session, judgements=judgements)
+    return SchedulerFigures(
+        judgements=len(state.judgements),
+        last_id=last_id,
+        remaining=state.remaining,
+        error_rate=state.scheduler.error_rate(),
+        flagged=state.scheduler.flagged(state.settings.kappa_floor),
     )
 
 
@@ -376,24 +437,25 @@ def annotator_reports(
     if judgements is None:
         judgements = question_judgements(question=question)
     for session in _sessions(question):
-        state = pair_state(session=session, judgements=judgements.get(session.annotator_id, []))
+        data = judgements.get(session.annotator_id, [])  # no attention checks: the data
+        figures = annotator_figures(session=session, judgements=data)
         n = len(session.items)
         reports.append(
             AnnotatorReport(
                 session=session,
                 username=session.annotator.get_username(),
                 n_items=n,
-                asked=len(state.judgements),
+                asked=len(data),
                 all_pairs=math.comb(n, 2),
                 minimum=math.ceil(math.lgamma(n + 1) / math.log(2)),  # log2 n! without n!
-                consistency=consistency(state.judgements, strict=state.settings.strict),
-                contradictions=sum(j.contradicts for j in state.judgements),
-                remaining=state.remaining,
-                flagged=state.scheduler.flagged(state.settings.kappa_floor),
-                error_rate=state.scheduler.error_rate(),
+                consistency=consistency(data, strict=session.pairwise_settings.strict),
+                contradictions=sum(j.contradicts for j in data),
+                remaining=figures.remaining,
+                flagged=figures.flagged,
+                error_rate=figures.error_rate,
                 sides=side_bias(
-                    sum(j.chose_side_a is True for j in state.judgements),
-                    sum(j.chose_side_a is False for j in state.judgements),
+                    sum(j.chose_side_a is True for j in data),
+                    sum(j.chose_side_a is False for j in data),
                 ),
             )
         )
@@ -526,9 +588,9 @@ def question_scores(
     n_judgements = sum(len(j) for j in by_annotator.values())
     weights: dict[Hashable, float] = {
         session.annotator_id: reliability_weight(
-            pair_state(
+            annotator_figures(
                 session=session, judgements=judgements.get(session.annotator_id, [])
-            ).scheduler.error_rate()
+            ).error_rate
         )
         for session in sessions
     }

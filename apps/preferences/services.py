@@ -69,6 +69,7 @@ from apps.preferences.selectors import (
     question_scores,
     replay_key,
     replays,
+    scheduler_figures,
 )
 from apps.recruitment.access import participant_check_answering
 from apps.studies.kinds import queue_kinds
@@ -498,7 +499,13 @@ def _judgement_store(
         locked.pruning_stopped_at = stopped_at
         if done and locked.completed_at is None:
             _mark_completed(session=locked)
-        locked.save(update_fields=["pruning_stopped_at", "completed_at"])
+        fields = ["pruning_stopped_at", "completed_at"]
+        if not state.check:  # a check's answer leaves the scheduler, and its figures, alone
+            locked.figures = scheduler_figures(
+                scheduler, kappa_floor=state.settings.kappa_floor, last_id=judgement.pk, done=done
+            )._asdict()
+            fields.append("figures")
+        locked.save(update_fields=fields)
         quality_schedule(question_id=session.question_id)
         key = replay_key(locked)
         transaction.on_commit(lambda: replays.keep(key, scheduler))
@@ -571,6 +578,7 @@ def judgement_retract(
                 completed_at=session.completed_at,
             ).update(completed_at=None)
             session.completed_at = None
-        session.save(update_fields=["pruning_stopped_at", "completed_at"])
+        session.figures = None  # the next answer stores them; until then pages replay
+        session.save(update_fields=["pruning_stopped_at", "completed_at", "figures"])
         quality_schedule(question_id=question.pk)
     return latest
