@@ -142,7 +142,7 @@ def heatmap_layout(
     ]
     labels = [{"pos": px((i + 0.5) * cell), "name": names[a]} for i, a in enumerate(order)]
     ticks = np.linspace(0, 1, 6)
-    step = size / 12
+    step = max(size / 12, 40.0)  # a stop is 40 wide: its label "0.2" must not meet the next
     legend = [
         {"x": px(i * step), "fill": fill, "label": f"{t:.1f}"}
         for i, (t, fill) in enumerate(zip(ticks, colours(ticks.tolist()), strict=True))
