@@ -125,7 +125,9 @@ def evidence_text(entry: Entry, unit: str) -> str:
     "2 traces; about 7 independent samples of 265"."""
     if entry is None:
         return ""
-    text = f"{entry[3]:,} {unit.replace('_', ' ')}"
+    unit = unit.replace("_", " ")
+    unit = unit[:-1] if entry[3] == 1 and unit.endswith("s") else unit  # "1 triplet"
+    text = f"{entry[3]:,} {unit}"
     if len(entry) > 4:
         text += f"; about {entry[4]:,.0f} independent samples of {entry[5]:,}"
     return text

@@ -255,3 +255,9 @@ def test_over_time_card_gives_the_median_and_alpha_their_intervals(db, settings,
     assert f"{median:.2f} [{kappas[0]:.2f}, {kappas[-1]:.2f}]; 6 annotators" in trends
     alpha = stored["study"]["intervals"]["study"]["alpha"]
     assert f"{interval_text(alpha)}; {evidence_text(alpha, 'items')}" in trends
+
+
+def test_evidence_of_one_is_singular():
+    """The card read "[1.00, 1.00]; 1 triplets" (found in a browser check)."""
+    assert evidence_text((1.0, 1.0, 1.0, 1), "triplets") == "1 triplet"
+    assert evidence_text((0.5, 0.1, 0.9, 3), "gold_checks") == "3 gold checks"
