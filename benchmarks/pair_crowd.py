@@ -9,13 +9,14 @@ the batches and judgements so far), then they answer ``--judgements`` pairs in m
 the same :class:`~apps.preferences.scheduling.PairScheduler` the services replay (truthful by
 hidden item levels, annotator k flipping a share 0.1 k / annotators of their answers), and
 their session and judgements are bulk-created exactly as ``judgement_record`` stores them
-(phase, contradicts, side, pruning stop), so every request replays them.
+(phase, contradicts, side, pruning stop, the scheduler's figures on the session), so the
+annotators' requests replay them and the manager's pages read the stored figures.
 
 Then, through the Django test client (whole middleware stack, sessions, templates):
 
 * the pooled ranking (``question_scores``: count scores per annotator and the sparse pooled
-  Bradley-Terry fit, weights from each annotator's replayed scheduler), cold (no scheduler
-  kept by the process, as after a restart) and warm;
+  Bradley-Terry fit, weights from each annotator's stored scheduler figures), cold (no
+  scheduler kept by the process, as after a restart) and warm;
 * the manager's results page, ``GET .../pairs/<key>/scores/`` (first page, and with
   ``--full-api`` every page) and the score CSV of every item;
 * annotator 0 (``--judgements`` in): ``--requests`` each of ``GET .../pairs/<key>/next/``, the
@@ -25,11 +26,14 @@ Then, through the Django test client (whole middleware stack, sessions, template
   cProfile of 20 requests of each.
 
 Figures (README, "A crowd at 100,000 items"): on SQLite, the 2-core machine at load 2-4, the
-pooled ranking 1.1 s warm (3.0-3.7 s after a restart, the Bradley-Terry fit 0.33 s), the
-results page 2.2 s warm, a scores page 1.6 s, the score CSV 35-47 s (600 columns), next pair
-p50 6-7 ms and p95 7-9 ms for the annotator ranking the whole pool. Before the fit ran on one
-BLAS thread (load 7-9): ranking 9-10 s warm, results page 2.3-32 s, every item through the
-scores API 69 s, the CSV 71 s. The score CSV is only traced for memory when it takes under 5 s.
+pooled ranking 1.1 s warm (1.4 s after a restart, the Bradley-Terry fit 0.31-0.33 s), the
+results page 1.5 s warm and after a restart, a scores page 1.6 s, the score CSV 2.0 s (606
+columns), next pair p50 6-7 ms and p95 7-9 ms for the annotator ranking the whole pool. Before
+the stored scheduler figures and the CSV's sparse rows (issue 12): ranking 3.0-3.7 s after a
+restart, results page 2.2 s warm and 3.6-3.9 s after a restart, the CSV 35-47 s. Before
+the fit ran on one BLAS thread (load 7-9): ranking 9-10 s warm, results page 2.3-32 s, every
+item through the scores API 69 s, the CSV 71 s. The score CSV is only traced for memory when
+it takes under 5 s.
 
 Uses a temporary SQLite database, or ``DATABASE_URL`` when set (a throw-away database: it is
 migrated and written to)::
