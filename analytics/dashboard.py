@@ -109,7 +109,7 @@ def _median_text(values: list[float | None], spec: Indicator) -> str:
     entry = _entry(*(float(part) for part in found[:4]))
     if entry is not None and entry[1] is None:  # no bounds below 6 annotators: say so
         shown = fmt(float(found.estimate), spec.format)
-        return f"{shown}; {evidence_text(entry, 'annotators')}, too few for an interval"
+        return f"{shown}; {evidence_text(entry, 'annotators')} (an interval needs 6)"
     return f"{interval_text(entry, spec.format)}; {evidence_text(entry, 'annotators')}"
 
 

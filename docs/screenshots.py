@@ -151,7 +151,7 @@ def photograph(base_url: str, pages: dict[str, str], out: Path) -> list[Path]:
         manager.goto(pages["dashboard"])
         expect(manager.locator("#quality-heatmap svg")).to_be_visible()
         manager.locator("#quality-map").scroll_into_view_if_needed()  # draws what is lazy
-        shot(manager, "dashboard", height=3350)  # down to the heatmap and the map
+        shot(manager, "dashboard", height=4000)  # down to the heatmap, the map and the histograms
         manager.goto(pages["items"])
         expect(manager.locator("#item-results table")).to_be_visible()
         shot(manager, "items")
