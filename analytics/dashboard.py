@@ -84,12 +84,21 @@ def _series(indicators: Mapping[str, Any], key: str) -> list[float | None]:
     return indicators.get("values", {}).get(key, [])
 
 
-def _study_text(figure: StudyFigure, study: Mapping[str, Any]) -> str:
+def _too_few(figure: StudyFigure, study: Mapping[str, Any], config: QualityConfig) -> bool:
+    """Whether the figure's interval rests on less than the minimum evidence of its unit."""
+    entry = study.get("intervals", {}).get("study", {}).get(figure.key)
+    return entry is not None and entry[3] < config.evidence_needed(figure.evidence)
+
+
+def _study_text(figure: StudyFigure, study: Mapping[str, Any], config: QualityConfig) -> str:
     """A study figure, with its interval and evidence once computed: "0.59 [0.48, 0.69];
-    200 items"."""
+    200 items"; below the minimum evidence of its unit, as the annotators' figures, only the
+    evidence: "8 triplets: too few"."""
     entry = study.get("intervals", {}).get("study", {}).get(figure.key)
     if entry is None:
         return fmt(study[figure.key], figure.format)
+    if _too_few(figure, study, config):
+        return f"{evidence_text(entry, figure.evidence)}: too few"
     return f"{interval_text(entry, figure.format)}; {evidence_text(entry, figure.evidence)}"
 
 
@@ -239,8 +248,10 @@ def dashboard_context(
             # figure large and the rest small, so "0.44 [0.34, 0.52]; 35 items" fits a card
             (
                 figure.title(study_figures),
-                *_figure_and_detail(_study_text(figure, study_figures)),
-                _band(study_figures[figure.key]) if figure.headline else "",
+                *_figure_and_detail(_study_text(figure, study_figures, config)),
+                _band(study_figures[figure.key])
+                if figure.headline and not _too_few(figure, study_figures, config)
+                else "",
             )
             for figure in shown
         ],
@@ -250,7 +261,7 @@ def dashboard_context(
                 _trend(
                     figure.label,
                     [p["indicators"].get("study", {}).get(figure.key) for p in history],
-                    _study_text(figure, study_figures),
+                    _study_text(figure, study_figures, config),
                 )
                 for figure in shown
                 if figure.headline

@@ -340,6 +340,7 @@ def kappa_with_others_interval(
     min_overlap: int = 2,
     weights: Weights = None,
     confidence: float = 0.95,
+    units: ArrayLike | None = None,
 ) -> Interval:
     r"""Each annotator's kappa with others and its large-sample (delta-method) interval.
 
@@ -354,13 +355,18 @@ def kappa_with_others_interval(
         Disagreement weights of the pair kappas.
     confidence : float
         Two-sided coverage.
+    units : array_like of int, shape (n_items,), optional
+        The independent unit of each item column (default: every item its own). Columns of
+        one unit, e.g. a pair and its reversed reading
+        (:func:`apps.preferences.quality.symmetric_outcome_ratings`), count together in the
+        variance and once in ``n``.
 
     Returns
     -------
     Interval
         Arrays ``(n_annotators,)``: ``estimate`` =
         :func:`~analytics.metrics.uncertainty.kappa_with_others`, Wald ``low``/``high``
-        (clipped to [-1, 1]), ``n`` = items rated; nan where undefined.
+        (clipped to [-1, 1]), ``n`` = items (units) rated; nan where undefined.
 
     Notes
     -----
@@ -378,7 +384,8 @@ def kappa_with_others_interval(
     and :math:`\bar\kappa_k = \sum_l n_{kl} \kappa_{kl} / N_k`, :math:`N_k = \sum_l
     n_{kl}`, moves by :math:`\frac{1}{N_k} \sum_i u_{ki}` with
     :math:`u_{ki} = \sum_l \psi_{kl,i}`. Items are the independent units (the pair kappas
-    of one annotator share items, and :math:`u_{ki}` sums them first), so
+    of one annotator share items, and :math:`u_{ki}` sums them first; with ``units``,
+    :math:`u` sums the columns of a unit), so
 
     .. math:: \widehat{\operatorname{Var}}(\hat{\bar\kappa}_k) = \frac{1}{N_k^2}
               \sum_i u_{ki}^2
@@ -435,12 +442,18 @@ def kappa_with_others_interval(
     psi = (q_o[pp] - d[ai, bi]) / q_e[pp] + slope[pp] * (
         chance_k[pp, ai] + chance_l[pp, bi] - 2.0 * q_e[pp]
     )
-    u = np.bincount(k[use] * data.n_items + item[use], weights=psi, minlength=m * data.n_items)
+    unit_of = np.arange(data.n_items) if units is None else np.asarray(units, dtype=np.intp)
+    if unit_of.shape != (data.n_items,) or (unit_of.size and unit_of.min() < 0):
+        raise ValueError(f"units must hold one unit index >= 0 per item ({data.n_items})")
+    n_units = int(unit_of.max(initial=-1)) + 1
+    unit = unit_of[item[use]]
+    u = np.bincount(k[use] * n_units + unit, weights=psi, minlength=m * n_units)
     total = np.where(eligible, n, 0.0).reshape(m, m).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        se = np.sqrt((u.reshape(m, data.n_items) ** 2).sum(axis=1)) / total
+        se = np.sqrt((u.reshape(m, n_units) ** 2).sum(axis=1)) / total
     low, high = normal_interval(estimate, se, confidence=confidence)
-    rated = np.bincount(data.annotator, minlength=m).astype(np.int64)
+    rated_units = np.unique(data.annotator * n_units + unit_of[data.item])
+    rated = np.bincount(rated_units // max(n_units, 1), minlength=m).astype(np.int64)
     return Interval(estimate, low, high, rated)
 
 

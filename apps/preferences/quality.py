@@ -413,7 +413,9 @@ def derive_pairwise(
     m = stats.n_annotators
     confusion = stats.pairs.confusion
     overlap = confusion.sum(axis=(2, 3))
-    kappa = np.asarray(kappa_from_confusion(confusion), dtype=float).reshape(m, m)
+    # the chance level must not depend on which item of a pair is stored first
+    kappa = np.asarray(kappa_from_confusion(symmetric_confusion(confusion)), dtype=float)
+    kappa = kappa.reshape(m, m)
     kappa, kappa_others = with_others(kappa, overlap, min_overlap=min_overlap)
     agreement = ratio(np.trace(confusion, axis1=2, axis2=3), overlap)
     same_others, comparisons = shared_outcomes(stats)
@@ -520,6 +522,29 @@ def _outcome_ratings(latest: Sequence[Mapping[PairKey, int]]) -> NDArray[np.floa
     return ratings
 
 
+def symmetric_outcome_ratings(
+    ratings: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """Outcome codes read both ways round, and the pair each column belongs to.
+
+    A pair is stored smaller item id first, a choice without meaning; read the other way
+    round its codes are ``2 - c`` (0 and 2 swap, ties stay). Kappa of both readings together
+    has a chance level that does not depend on which item is first: each annotator's
+    marginal becomes :math:`(p_0 + p_2)/2, p_1, (p_0 + p_2)/2`. This is
+    :func:`symmetric_confusion` on the pair confusions; the second array (column ``j`` and
+    ``j + n`` are pair ``j``) lets :func:`~analytics.metrics.intervals.
+    kappa_with_others_interval` count a pair once.
+    """
+    n = ratings.shape[1]
+    return np.hstack([ratings, 2.0 - ratings]), np.tile(np.arange(n), 2)
+
+
+def symmetric_confusion(confusion: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Pair-outcome confusions ``(..., 3, 3)`` plus their reading the other way round
+    (rows and columns reversed): the tables of :func:`symmetric_outcome_ratings`."""
+    return confusion + confusion[..., ::-1, ::-1]
+
+
 def judgement_intervals(question: Question) -> IntervalSet | None:
     """95 % jackknife intervals of each annotator's transitivity kappa (items left out in turn,
     :func:`~analytics.metrics.intervals.indicator_intervals_pairwise`) over the very triplets
@@ -549,9 +574,11 @@ def judgement_intervals(question: Question) -> IntervalSet | None:
         [_counted_triplets(mine, strict=strict) for mine in kept], strict=strict
     )
     study = {POOLED_TRANSITIVITY_KAPPA.key: found.pop(POOLED_TRANSITIVITY_KAPPA.key)}
+    doubled, pair_of = symmetric_outcome_ratings(
+        _outcome_ratings([_latest_codes(mine) for mine in kept])
+    )
     found[OUTCOME_KAPPA.key] = kappa_with_others_interval(
-        _outcome_ratings([_latest_codes(mine) for mine in kept]),
-        min_overlap=quality_config().min_overlap,
+        doubled, units=pair_of, min_overlap=2 * quality_config().min_overlap
     )
     stats = PairwiseStats.from_bytes(state.stats, n_annotators=len(state.annotator_ids))
     found[CONTRADICTION_RATE.key] = wilson_interval(
