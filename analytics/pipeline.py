@@ -37,7 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 from channels.layers import get_channel_layer
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from analytics import background
 from analytics.config import quality_config
@@ -47,6 +47,7 @@ from analytics.publishing import quality_publish
 from apps.annotations.models import Annotation
 from apps.studies.kinds import question_kind, question_kinds
 from apps.studies.models import Question
+from core.locking import locked_get_or_create
 
 UPDATE_CHANNEL = "quality-updates"
 # Called with a question id after its quality state has changed and been published; apps that
@@ -164,15 +165,7 @@ def quality_rebuild(*, question_id: int) -> Any:
 
 def state_for_update(question_id: int) -> QualityState:
     """The question's state row, created if missing, locked until the transaction ends."""
-    state = QualityState.objects.select_for_update().filter(question_id=question_id).first()
-    if state is None:
-        try:
-            with transaction.atomic():
-                QualityState.objects.create(question_id=question_id)
-        except IntegrityError:
-            pass  # created by a concurrent worker
-        state = QualityState.objects.select_for_update().get(question_id=question_id)
-    return state
+    return locked_get_or_create(QualityState, question_id=question_id)
 
 
 def annotator_index(state: QualityState, *extra: int) -> dict[int, int]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Count, Exists, F, Max, OuterRef, Q
 from django.utils import timezone
 from numpy.typing import ArrayLike, NDArray
@@ -29,6 +29,7 @@ from apps.recruitment.access import participant_check_answering
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Membership, Question, Study
 from apps.studies.selectors import study_annotators
+from core.locking import locked_get_or_create
 from core.types import Account
 
 
@@ -233,13 +234,7 @@ def _annotation_for_update(*, question: Question, assignment: Assignment) -> Ann
         "annotator_id": assignment.annotator_id,
         "round": assignment.round,
     }
-    annotation = Annotation.objects.select_for_update().filter(**lookup).first()
-    if annotation is None:
-        try:
-            with transaction.atomic():
-                return Annotation.objects.create(**lookup)
-        except IntegrityError:  # a concurrent first submit made it: wait for its lock
-            annotation = Annotation.objects.select_for_update().get(**lookup)
+    annotation = locked_get_or_create(Annotation, **lookup)
     annotation.question = question
     return annotation
 

@@ -74,6 +74,7 @@ from apps.preferences.selectors import (
 from apps.recruitment.access import participant_check_answering
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Membership, Question, Study
+from core.locking import locked_get_or_create
 from core.types import Account
 
 NOT_PENDING = (
@@ -137,15 +138,7 @@ def _session_items(
 def _pool_for_update(question: Question) -> PairPool:
     """The question's :class:`PairPool` row, created if missing, locked until the
     transaction ends."""
-    pool = PairPool.objects.select_for_update().filter(question=question).first()
-    if pool is None:
-        try:
-            with transaction.atomic():
-                PairPool.objects.create(question=question)
-        except IntegrityError:
-            pass  # created by a concurrent draw
-        pool = PairPool.objects.select_for_update().get(question=question)
-    return pool
+    return locked_get_or_create(PairPool, question=question)
 
 
 def _draw_current(*, question: Question, draw: _Draw) -> bool:

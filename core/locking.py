@@ -1,0 +1,26 @@
+"""Row locks that hold against concurrent first writers."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from django.db import IntegrityError, models, transaction
+
+M = TypeVar("M", bound=models.Model)
+
+
+def locked_get_or_create(model: type[M], **lookup: Any) -> M:
+    """The row ``lookup`` names, created if missing, locked until the transaction ends.
+
+    One locking read when the row exists; otherwise the insert (in a savepoint) holds it. A
+    concurrent first writer's insert wins the unique constraint, and this waits for its lock.
+    Call inside a transaction.
+    """
+    found = model._default_manager.select_for_update().filter(**lookup).first()
+    if found is not None:
+        return found
+    try:
+        with transaction.atomic():
+            return model._default_manager.create(**lookup)
+    except IntegrityError:  # created by a concurrent first writer: wait for its lock
+        return model._default_manager.select_for_update().get(**lookup)
