@@ -1,6 +1,7 @@
-"""The shades-of-green data set (Booth & Narayanan 2020): true signals and real 1 Hz traces.
+"""The shades-of-green data set (its 2016 release, MIT): true signals and real 1 Hz traces.
 
-Read from ``$STUDIO_DATASETS_DIR/green_intensity`` (default ``<repo>/../shared/datasets``).
+Read from ``green_intensity_2016/`` in :func:`apps.studies.datasets.datasets_dir` (shipped with
+the studio; its README there says where it comes from).
 ``manage.py load_gold_signals`` stores its true signals as gold signals; the demo study
 (:mod:`apps.demo.continuous`) also pre-fills the real annotators' traces.
 """
@@ -18,26 +19,46 @@ from apps.studies.datasets import datasets_dir
 
 GREEN_TASKS = ("TaskA", "TaskB")
 GREEN_ANNOTATORS = tuple(f"ann{i}" for i in range(1, 11))
+GREEN_FOLDER = "green_intensity_2016"
 
 
 def green_datasets_dir() -> Path | None:
-    """The shared data sets folder, or ``None`` when the green data set is absent."""
+    """The data sets folder, or ``None`` when it holds no green data set."""
     path = datasets_dir()
-    return path if (path / "green_intensity").is_dir() else None
+    return path if path is not None and (path / GREEN_FOLDER).is_dir() else None
 
 
-def _column(path: Path) -> NDArray[np.float64]:
-    """The value column of one of the data set's two-column CSV files (header skipped)."""
-    values = np.loadtxt(path, delimiter=",", skiprows=1, usecols=1, ndmin=1)
-    return values[: np.flatnonzero(~np.isnan(values))[-1] + 1]
+def _columns(path: Path) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Time and value columns of one of the data set's two-column CSV files (header skipped)."""
+    table = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    keep = np.flatnonzero(~np.isnan(table[:, 1]))[-1] + 1
+    return table[:keep, 0], table[:keep, 1]
+
+
+def to_1hz(times: NDArray[np.float64], values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Resample a trace to 1 Hz: sample ``k`` is the mean of the samples with ``|t - k| < 0.5``.
+
+    Vectorised with :func:`numpy.bincount` (sums and counts per whole second).
+    """
+    second = np.floor(times + 0.5).astype(np.intp)
+    sums = np.bincount(second, weights=values)
+    counts = np.bincount(second)
+    return sums[counts > 0] / counts[counts > 0]
 
 
 def green_task(datasets: Path, task: str) -> tuple[NDArray[np.float64], dict[str, NDArray]]:
-    """The 1 Hz true signal of a green task and each annotator's 1 Hz trace cut to its span."""
-    folder = datasets / "green_intensity" / task
-    truth = _column(folder / "objective_truth" / f"{task}_normalized_1hz.csv")
+    """The 1 Hz true signal of a green task and each annotator's 1 Hz trace cut to its span.
+
+    The traces are the release's 10 Hz files resampled by :func:`to_1hz` and rounded to
+    float32, the precision the studio stores traces at (so a stored trace equals its source:
+    the resampled means sit on the 0.005 dead band's edges, where float rounding decides).
+    """
+    folder = datasets / GREEN_FOLDER / task
+    _, truth = _columns(folder / "objective_truth" / f"{task}_normalized_1hz.csv")
     traces = {
-        name: _column(folder / "annotations_1hz" / f"{task}_{name}.csv")[: truth.size]
+        name: to_1hz(*_columns(folder / "annotations_10hz" / f"{task}_{name}.csv"))[: truth.size]
+        .astype(np.float32)
+        .astype(np.float64)
         for name in GREEN_ANNOTATORS
     }
     return truth, traces

@@ -7,9 +7,9 @@ module. The ten real annotators of that study ("green-ann1".."green-ann10") come
 with their 1 Hz traces, sent through the same chunk and finish services as the recorder uses,
 so the manager page shows real traces and calibration figures at once.
 
-The data set is read by :mod:`apps.continuous.green` from ``$STUDIO_DATASETS_DIR/green_intensity``
-(default ``<repo>/../shared/datasets``); without it the study is still made, with no pre-filled
-traces.
+The data set is read by :mod:`apps.continuous.green` from the data sets shipped with the studio
+(:mod:`apps.studies.datasets`); without it (an empty ``$STUDIO_DATASETS_DIR``) the study is still
+made, with no pre-filled traces.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from apps.annotations.models import Assignment, Revision
 from apps.continuous.green import (
     GREEN_ANNOTATORS,
+    GREEN_FOLDER,
     GREEN_TASKS,
     green_datasets_dir,
     green_signal_key,
@@ -120,8 +121,8 @@ def load_continuous_demo(
 
     ``annotators`` (the demo's own accounts) get the study in their queue to try the recorder;
     the ten real annotators come with their traces of both gold items when the data set exists.
-    ``datasets`` is the folder holding ``green_intensity`` (``"env"``: ``green_datasets_dir()``;
-    ``None``: no real data, only the tone sweep).
+    ``datasets`` is the folder holding ``green_intensity_2016`` (``"env"``:
+    ``green_datasets_dir()``; ``None``: no real data, only the tone sweep).
     """
     existing = Study.objects.filter(name=DEMO_NAME, created_by=manager).first()
     if existing is not None:
@@ -136,7 +137,7 @@ def load_continuous_demo(
     )
     if datasets == "env":
         datasets = green_datasets_dir()
-    if datasets is not None and not (datasets / "green_intensity").is_dir():
+    if datasets is not None and not (datasets / GREEN_FOLDER).is_dir():
         datasets = None
     tasks = {task: green_task(datasets, task) for task in GREEN_TASKS} if datasets else {}
     rows = [

@@ -20,12 +20,12 @@ from django.db import connection
 from playwright.sync_api import expect
 
 from apps.annotations.models import Annotation, Assignment
+from apps.continuous.green import green_datasets_dir
 from apps.continuous.models import TraceChunk, TraceRecording
 from apps.continuous.selectors import recording_samples
 from apps.continuous.services import gold_signal_save
 from apps.demo.continuous import QUESTION_KEY, load_continuous_demo, tone_sweep_wav
 from apps.items.models import Item
-from apps.studies.datasets import datasets_dir
 from apps.studies.models import Membership, Question, Study
 from apps.studies.services import membership_add, question_create, study_set_status
 from tests.factories import StudyFactory, UserFactory
@@ -287,7 +287,9 @@ def test_audio_plays_against_the_media_clock_with_a_pause(tone_item, open_page, 
     assert trace[-1] == pytest.approx(0.2, abs=1e-6)
 
 
-@pytest.mark.skipif(datasets_dir() is None, reason="green_intensity data set not found")
+@pytest.mark.skipif(
+    green_datasets_dir() is None, reason="no green_intensity_2016 data set in $STUDIO_DATASETS_DIR"
+)
 def test_demo_manager_page_overlays_the_real_traces(
     open_page, sign_in, screenshot, settings, tmp_path
 ):

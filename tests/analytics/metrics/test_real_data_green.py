@@ -37,7 +37,10 @@ from benchmarks.report_green_intensity import (
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not DATA_DIR.is_dir(), reason=f"dataset not found at {DATA_DIR}"),
+    pytest.mark.skipif(
+        not DATA_DIR.is_dir(),
+        reason=f"the 2020 paper's green_intensity copy (no licence, not shipped) is not at {DATA_DIR}",
+    ),
 ]
 
 

@@ -14,16 +14,17 @@ from django.core.management import call_command
 
 from analytics.metrics.alignment import estimate_lag, shift_trace
 from analytics.metrics.traces import kappa_sda, sda, trend_agreement
-from apps.continuous.green import GREEN_ANNOTATORS, green_task
+from apps.continuous.green import GREEN_ANNOTATORS, green_datasets_dir, green_task
 from apps.continuous.models import GoldSignal, TraceRecording
 from apps.continuous.selectors import MAX_LAG_S, TRUTH_TOL, calibration_report
 from apps.demo.continuous import QUESTION_KEY, load_continuous_demo
-from apps.studies.datasets import datasets_dir
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.slow
-DATASETS = datasets_dir()
-needs_data = pytest.mark.skipif(DATASETS is None, reason="green_intensity data set not found")
+DATASETS = green_datasets_dir()
+needs_data = pytest.mark.skipif(
+    DATASETS is None, reason="no green_intensity_2016 data set in $STUDIO_DATASETS_DIR"
+)
 
 
 @pytest.fixture
@@ -69,8 +70,10 @@ def test_calibration_report_matches_the_metrics_library_on_the_raw_files(green_s
             assert row.cubic_increasing
             lags[task, name] = row.lag_seconds
     task_a = [lags["TaskA", name] for name in GREEN_ANNOTATORS]
-    assert task_a == [2.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0]
-    assert np.mean(task_a) == pytest.approx(1.5)  # the paper's "about 1.6 s"
+    # the shipped 2016 release: its TaskA truth differs from the 2020 paper's copy by up to
+    # 0.185, which puts the lags half a second above the paper's "about 1.6 s" (1.5 on that copy)
+    assert task_a == [2.0, 2.0, 2.0, 2.0, 3.0, 2.0, 2.0, 2.0, 2.0, 2.0]
+    assert np.mean(task_a) == pytest.approx(2.1)
     assert np.mean([lags["TaskB", name] for name in GREEN_ANNOTATORS]) == pytest.approx(0.3)
 
 

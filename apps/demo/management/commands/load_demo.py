@@ -298,7 +298,8 @@ def rzhetsky_study(ctx: DemoContext) -> str:
     """A closed study with the 15,521 items and 8 annotators of Rzhetsky et al. (2009)."""
     path = ctx.datasets_dir / "rzhetsky2009" / "annotations.csv" if ctx.datasets_dir else None
     if path is None or not path.exists():
-        return f"{RZHETSKY_NAME!r}: skipped ({path or 'real data skipped'})."
+        why = f"no {path}" if path else "real data skipped"
+        return f"{RZHETSKY_NAME!r}: skipped ({why})."
     study = _existing(ctx, RZHETSKY_NAME)
     if study is not None:
         return f"{RZHETSKY_NAME!r} is already there (study {study.pk})."
@@ -359,12 +360,17 @@ def pairwise_study(ctx: DemoContext) -> str:
 def continuous_study(ctx: DemoContext) -> str:
     """A running slider-trace study with the shades-of-green calibration stimulus, from
     apps.continuous, pre-filled with the ten real annotators when the data set is there."""
+    from apps.continuous.models import TraceRecording
     from apps.demo.continuous import QUESTION_KEY, load_continuous_demo
 
     study = load_continuous_demo(
         manager=ctx.manager, annotators=list(ctx.annotators.values()), datasets=ctx.datasets_dir
     )
-    traced = "with the real shades-of-green traces" if ctx.datasets_dir else "without real data"
+    traced = (
+        "with the real shades-of-green traces"
+        if TraceRecording.objects.filter(item__study=study, status="finished").exists()
+        else "without real traces: no green_intensity_2016 data set"
+    )
     return f"{study.name!r} ({traced}): traces at /studies/{study.pk}/traces/{QUESTION_KEY}/"
 
 
@@ -374,8 +380,8 @@ BUILDERS: list[Builder] = [emotions_study, rzhetsky_study, pairwise_study, conti
 class Command(BaseCommand):
     help = (
         "Create the demo accounts (password demo-password-1) and demo studies. Running it again "
-        "changes nothing. Real data sets are read from $STUDIO_DATASETS_DIR "
-        "(default <repo>/../shared/datasets) when present."
+        "changes nothing. The real data sets shipped with the studio "
+        "are loaded too ($STUDIO_DATASETS_DIR names another folder of the same layout)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
