@@ -38,7 +38,7 @@ UPDATE_MODES = ("inline", "thread", "worker")
 
 @dataclass(frozen=True)
 class QualityConfig:
-    """The live-quality settings (see the README's settings table for their meaning)."""
+    """The live-quality settings (docs/deploying.md and docs/dashboard.md give their meaning)."""
 
     updates: str
     sweep_interval: float

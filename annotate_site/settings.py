@@ -80,7 +80,7 @@ if PRODUCTION:
     for _name in ("SECRET_KEY", "ALLOWED_HOSTS"):
         if not os.environ.get(_name, "").strip():
             raise ImproperlyConfigured(
-                f"STUDIO_PRODUCTION=1 needs {_name} in the environment (README: Deploying)."
+                f"STUDIO_PRODUCTION=1 needs {_name} in the environment (docs/deploying.md)."
             )
     if DEBUG:
         raise ImproperlyConfigured(
@@ -302,7 +302,7 @@ CONTENT_SECURITY_POLICY = {
         "frame-ancestors": [NONE],
     }
 }
-# Served through a TLS proxy (README: Deploying; on by default in production): plain HTTP is
+# Served through a TLS proxy (docs/deploying.md; on by default in production): plain HTTP is
 # redirected, cookies are HTTPS-only, browsers are told to use HTTPS for a year (HSTS), and the
 # proxy's X-Forwarded-Proto says whether a request came over HTTPS. The proxy must set that
 # header; daphne listens on 127.0.0.1 only, so no client can send it around the proxy.

@@ -1,4 +1,4 @@
-"""The Python snippets marked ``# runs in CI`` in the README and in docs/python.md run as written.
+"""The Python snippets marked ``# runs in CI`` in the README and the docs/ pages run as written.
 
 A snippet that talks to ``http://127.0.0.1:8000`` runs against a live server holding the demo
 (``load_demo --skip-real-data``), as it would after ``./studio serve``; each runs in its own
@@ -45,22 +45,35 @@ def run_snippet(code: str) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_the_readme_marks_its_runnable_snippets():
-    assert [param.id for param in readme_snippets(served=True)] == ["REST API"]
-    assert "Metrics library: `analytics.metrics`" in [
-        param.id for param in readme_snippets(served=False)
+DOCUMENTS = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]
+
+
+def snippets(*, served: bool) -> list[pytest.param]:
+    """The marked snippets of the README and every docs/ page, named ``page: section``."""
+    return [
+        pytest.param(param.values[0], id=f"{document}: {param.id}")
+        for document in DOCUMENTS
+        for param in readme_snippets(served=served, document=document)
     ]
 
 
-@pytest.mark.parametrize("code", readme_snippets(served=False))
+def test_the_docs_mark_their_runnable_snippets():
+    assert [param.id for param in snippets(served=True)] == [
+        "docs/api.md: REST API",
+        "docs/python.md: Python: the round trip from the studio to your training code",
+    ]
+    assert "docs/metrics.md: The metrics library: `analytics.metrics`" in [
+        param.id for param in snippets(served=False)
+    ]
+
+
+@pytest.mark.parametrize("code", snippets(served=False))
 def test_readme_snippet_runs(code: str):
     run_snippet(code)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "code", readme_snippets(served=True) + readme_snippets(served=True, document="docs/python.md")
-)
+@pytest.mark.parametrize("code", snippets(served=True))
 def test_readme_snippet_runs_against_the_demo(code: str, live_server, transactional_db):
     call_command("load_demo", "--skip-real-data", verbosity=0)
     run_snippet(code.replace(SERVED_AT, live_server.url))

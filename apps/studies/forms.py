@@ -94,7 +94,7 @@ class QuestionForm(ServiceFormMixin, forms.Form):
         label="Advanced settings (JSON)",
         required=False,
         help_text='A JSON object merged over the fields above, e.g. {"quality": {...}}: this '
-        "question's own quality thresholds (minimum evidence, flag rules; see the README).",
+        "question's own quality thresholds (minimum evidence, flag rules; see docs/dashboard.md).",
     )
 
     def __init__(self, *args: Any, kind: QuestionKind, **kwargs: Any) -> None:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# What a deployment sets (README "Deploying"); DATABASE_URL/REDIS_URL are added where needed.
+# What a deployment sets (docs/deploying.md); DATABASE_URL/REDIS_URL are added where needed.
 PRODUCTION_ENV = {
     "STUDIO_PRODUCTION": "1",
     "SECRET_KEY": secrets.token_urlsafe(50),
