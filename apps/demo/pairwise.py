@@ -13,7 +13,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from apps.items.services import items_bulk_create
-from apps.preferences.services import judgement_record, pair_next
+from apps.preferences.services import judgement_record, pair_next, pair_session_start
 from apps.studies.models import Membership, Question, Study
 from apps.studies.services import membership_add, question_create, study_create, study_set_status
 
@@ -40,6 +40,7 @@ LEVELS = {external_id: level for external_id, _, level in SENTENCES}
 def _simulate(*, question: Question, annotator: AbstractBaseUser, noise: float, seed: int) -> int:
     """Judge every pair the scheduler asks; ``noise`` is the chance of a random answer."""
     rng = random.Random(seed)
+    pair_session_start(question=question, annotator=annotator, seed=seed)
     external = dict(question.study.items.values_list("pk", "external_id"))
     count = 0
     while (pair := pair_next(question=question, annotator=annotator).pending) is not None:
@@ -85,7 +86,7 @@ def load_pairwise_demo(*, manager: AbstractBaseUser, annotators: Iterable[Abstra
         membership_add(study=study, user=user, role=Membership.Role.ANNOTATOR)
     study_set_status(study=study, status=Study.Status.RUNNING)
     judged = sum(
-        _simulate(question=question, annotator=user, noise=noise, seed=study.pk + k)
+        _simulate(question=question, annotator=user, noise=noise, seed=k + 1)
         for k, (user, noise) in enumerate(zip(annotators, (0.0, 0.5), strict=False))
     )
     return (

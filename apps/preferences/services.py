@@ -153,13 +153,14 @@ def _draw_current(*, question: Question, draw: _Draw) -> bool:
     return True
 
 
-def _session(*, question: Question, annotator: Account) -> PairSession:
+def _session(*, question: Question, annotator: Account, seed: int | None = None) -> PairSession:
     """Get or create the annotator's session, safe against concurrent first visits.
 
     A new session freezes the annotator's round-1 items (queue order), or a batch of them
     when the question has a ``batch_size`` (:func:`~apps.preferences.scheduling.batch_draw`),
-    and the question's settings, and draws a random seed. The items are read only when
-    needed (they may be 100,000 ids).
+    and the question's settings, and draws a random seed (``seed`` instead: a reproducible
+    session, as the demo wants). The items are read only when needed (they may be 100,000
+    ids).
 
     A batch is drawn outside any transaction, then stored in a short one that locks the
     question's :class:`PairPool` row and checks that no other batch was stored since the
@@ -174,7 +175,7 @@ def _session(*, question: Question, annotator: Account) -> PairSession:
     except PairSession.DoesNotExist:
         pass
     settings = clean_pairwise_settings(question.settings)
-    seed = secrets.randbelow(2**31)
+    seed = secrets.randbelow(2**31) if seed is None else seed
     stored = False
     while not stored:
         draw = _session_items(question=question, annotator=annotator, settings=settings, seed=seed)
@@ -307,6 +308,15 @@ def _state(*, question: Question, annotator: Account, keep: bool = True) -> Pair
         ):
             state = pair_state(session=session, keep=keep, plan=plan)
     return state
+
+
+def pair_session_start(*, question: Question, annotator: Account, seed: int) -> None:
+    """Start the annotator's session with a given seed (a reproducible schedule: the demo).
+
+    Does nothing when the session exists. Checks access as :func:`pair_next` does.
+    """
+    _check_can_judge(question=question, annotator=annotator)
+    _session(question=question, annotator=annotator, seed=seed)
 
 
 def pair_next(*, question: Question, annotator: Account) -> PairState:

@@ -23,3 +23,30 @@ def test_demo_is_built_once(db):
     count = Judgement.objects.count()
     assert "already there" in load_pairwise_demo(manager=manager, annotators=annotators)
     assert Judgement.objects.count() == count
+
+
+def _judgements(study: Study) -> list[tuple[int, str, str, int]]:
+    """The study's judgements in order, by annotator position and item external id."""
+    rows = Judgement.objects.filter(question__study=study).order_by("pk")
+    order = {}
+    return [
+        (
+            order.setdefault(j.annotator_id, len(order)),
+            j.item_a.external_id,
+            j.item_b.external_id,
+            j.outcome,
+        )
+        for j in rows.select_related("item_a", "item_b")
+    ]
+
+
+def test_demo_is_the_same_on_every_database(db):
+    """Two builds with other ids (another manager's copy) judge the same pairs the same way:
+    the sessions' seeds and the simulated answers do not depend on ids or on chance."""
+    first, second = UserFactory(manager=True), UserFactory(manager=True)
+    load_pairwise_demo(manager=first, annotators=[UserFactory(), UserFactory()])
+    UserFactory.create_batch(3)  # other ids for the second copy's accounts
+    load_pairwise_demo(manager=second, annotators=[UserFactory(), UserFactory()])
+    one, two = (Study.objects.get(name=PAIRWISE_NAME, created_by=m) for m in (first, second))
+    assert _judgements(one) == _judgements(two)
+    assert len(_judgements(one)) > 20
