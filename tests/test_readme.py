@@ -60,6 +60,7 @@ def snippets(*, served: bool) -> list[pytest.param]:
 def test_the_docs_mark_their_runnable_snippets():
     assert [param.id for param in snippets(served=True)] == [
         "docs/api.md: REST API",
+        "docs/model_registry.md: Model registry: DIC and BAE of annotator-specific models",
         "docs/python.md: Python: the round trip from the studio to your training code",
     ]
     assert "docs/metrics.md: The metrics library: `analytics.metrics`" in [

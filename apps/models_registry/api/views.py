@@ -26,7 +26,12 @@ from apps.models_registry.api.serializers import (
 from apps.models_registry.importing import upload_format
 from apps.models_registry.models import ModelRun
 from apps.models_registry.selectors import model_run_questions
-from apps.models_registry.services import Upload, model_run_register, model_runs_request
+from apps.models_registry.services import (
+    Upload,
+    model_run_delete,
+    model_run_register,
+    model_runs_request,
+)
 from apps.studies.api.permissions import STUDY_PK, InStudyMixin, IsStudyManager
 
 UPLOAD_FIELDS = ("predictions", "features", "attention")
@@ -34,7 +39,11 @@ UPLOAD_FIELDS = ("predictions", "features", "attention")
 
 @extend_schema(parameters=[STUDY_PK])
 class ModelRunViewSet(
-    InStudyMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSet
+    InStudyMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    GenericViewSet,
 ):
     """Model runs of the study and their DIC / BAE figures. Managers of the study only."""
 
@@ -108,6 +117,14 @@ class ModelRunViewSet(
             attention=uploads["attention"],
         )
         return Response(ModelRunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        description="Delete the run with its predictions, vectors and evaluations, as its page "
+        "does (204)."
+    )
+    def destroy(self, request: Request, study_pk: str, pk: str) -> Response:
+        model_run_delete(run=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses=EvaluationSerializer(many=True))
     @action(detail=True, methods=["get"])

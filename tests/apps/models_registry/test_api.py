@@ -40,6 +40,7 @@ def run(sim, register):
 def test_anonymous_gets_401(api_client, sim, run):
     assert api_client.get(_url(sim.study)).status_code == 401
     assert api_client.get(_url(sim.study, run)).status_code == 401
+    assert api_client.delete(_url(sim.study, run)).status_code == 401
     assert api_client.post(_url(sim.study), _files(sim), format="multipart").status_code == 401
 
 
@@ -47,6 +48,7 @@ def test_outsider_gets_404(api_client, sim, run):
     _as(api_client, UserFactory(manager=True))
     assert api_client.get(_url(sim.study)).status_code == 404
     assert api_client.get(_url(sim.study, run)).status_code == 404
+    assert api_client.delete(_url(sim.study, run)).status_code == 404
     response = api_client.post(_url(sim.study), _files(sim), format="multipart")
     assert response.status_code == 404
 
@@ -55,6 +57,7 @@ def test_annotator_gets_403(api_client, sim, run):
     _as(api_client, sim.study.memberships.get(user__username=sim.usernames[0]).user)
     assert api_client.get(_url(sim.study)).status_code == 403
     assert api_client.get(_url(sim.study, run)).status_code == 403
+    assert api_client.delete(_url(sim.study, run)).status_code == 403
     response = api_client.post(_url(sim.study), _files(sim), format="multipart")
     assert response.status_code == 403
 
@@ -165,3 +168,12 @@ def test_evaluation_gives_dic_and_bae_intervals_with_the_evidence(api_client, si
     (past,) = api_client.get(_url(sim.study, run) + "evaluations/").json()
     assert past["dic_interval"] == [0.0, 0.0]
     assert past["fleiss_kappa_interval"] == evaluation["fleiss_kappa_interval"]
+
+
+def test_manager_deletes_a_run_with_its_evaluations(api_client, sim, run):
+    _as(api_client, sim.study.created_by)
+    assert ModelRunEvaluation.objects.filter(run=run).exists()
+    assert api_client.delete(_url(sim.study, run)).status_code == 204
+    assert not ModelRun.objects.filter(pk=run.pk).exists()
+    assert not ModelRunEvaluation.objects.filter(run_id=run.pk).exists()
+    assert api_client.delete(_url(sim.study, run)).status_code == 404
