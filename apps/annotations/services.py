@@ -29,6 +29,7 @@ from apps.recruitment.access import participant_check_answering
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Membership, Question, Study
 from apps.studies.selectors import study_annotators
+from core.limits import time_spent_check
 from core.locking import locked_get_or_create
 from core.types import Account
 
@@ -326,8 +327,7 @@ def annotations_submit(
     assignment_check_annotator(annotator=annotator, assignment=assignment)
     if not answers:
         raise ValidationError({"answers": "Answer at least one question."})
-    if time_spent_ms is not None and time_spent_ms < 0:
-        raise ValidationError({"time_spent_ms": "Time spent cannot be negative."})
+    time_spent_check(time_spent_ms)
     cleaned = []
     for question, raw in answers.items():
         if question.study_id != assignment.study_id:

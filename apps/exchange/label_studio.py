@@ -52,6 +52,7 @@ from apps.items.models import Item
 from apps.items.services import items_bulk_create
 from apps.studies.models import Membership, Question, Study
 from apps.studies.services import membership_add, question_create, study_create, study_set_status
+from core.limits import MAX_TIME_SPENT_MS, max_labels
 
 MAX_ERRORS = 50
 MEDIA_KEYS = {"image": Item.Kind.IMAGE, "audio": Item.Kind.AUDIO, "video": Item.Kind.VIDEO}
@@ -96,6 +97,8 @@ def label_studio_import(
         tasks = json.load(stream)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValidationError(f"Not a Label Studio JSON export: {exc}.") from None
+    except RecursionError:
+        raise ValidationError("Not a Label Studio JSON export: nested too deeply.") from None
     if isinstance(tasks, dict):  # a single task, as some exports of one task are
         tasks = [tasks]
     if not isinstance(tasks, list) or not tasks:
@@ -103,6 +106,10 @@ def label_studio_import(
     parsed = _Parsed(scales=_config_scales(label_config))
     _parse(tasks, parsed)
     for from_name, scale in parsed.scales.items():
+        if len(scale.values) > max_labels():
+            parsed.errors.append(
+                f"{from_name!r}: more than {max_labels()} labels (the setting QUESTION_MAX_LABELS)."
+            )
         if scale.type == "choices" and len(scale.values) < 2:
             parsed.errors.append(
                 f"{from_name!r}: fewer than two choices in the answers; give the labelling "
@@ -130,8 +137,11 @@ def _config_scales(label_config: str) -> dict[str, _Scale]:
             scales[name] = _Scale("choices", dict.fromkeys(choices), fixed=True)
         elif element.tag == "Rating" and name:
             top = element.get("maxRating", "5")
-            if not top.isdigit() or int(top) < 2:
-                raise ValidationError(f"Rating {name!r}: maxRating {top!r} is not 2 or more.")
+            if not top.isdigit() or not 2 <= int(top) <= max_labels():
+                raise ValidationError(
+                    f"Rating {name!r}: maxRating {top[:20]!r} is not from 2 to {max_labels()} "
+                    "(the setting QUESTION_MAX_LABELS)."
+                )
             values = dict.fromkeys(map(str, range(1, int(top) + 1)))
             scales[name] = _Scale("rating", values, fixed=True)
     return scales
@@ -149,21 +159,43 @@ def _parse(tasks: list[Any], parsed: _Parsed) -> None:
             parsed.errors.append(f"{where}: data has no text, image, audio or video.")
         else:
             parsed.items.append(item)
-        for annotation in task.get("annotations") or []:
+        annotations = task.get("annotations") or []
+        if not isinstance(annotations, list):
+            parsed.errors.append(f"{where}: annotations is not a list.")
+            continue
+        for annotation in annotations:
+            if not isinstance(annotation, dict):
+                parsed.errors.append(f"{where}: an annotation that is not an object.")
+                continue
             if annotation.get("was_cancelled"):
                 continue
             annotator = _annotator_key(annotation.get("completed_by"))
             if annotator is None:
                 parsed.errors.append(f"{where}: an annotation without completed_by.")
                 continue
-            lead_time = annotation.get("lead_time")
-            ms = round(1000 * lead_time) if isinstance(lead_time, int | float) else None
-            for result in annotation.get("result") or []:
-                problem = _read_result(result, parsed, external_id, annotator, ms)
+            results = annotation.get("result") or []
+            if not isinstance(results, list):
+                parsed.errors.append(f"{where}: a result that is not a list.")
+                continue
+            for result in results:
+                problem = _read_result(
+                    result, parsed, external_id, annotator, _lead_time_ms(annotation)
+                )
                 if problem:
                     parsed.errors.append(
                         f"{where}, annotation {annotation.get('id', '?')}: {problem}"
                     )
+
+
+def _lead_time_ms(annotation: Mapping[str, Any]) -> int | None:
+    """The annotation's ``lead_time`` (s) in ms; none when absent or beyond a day's limit
+    (:data:`core.limits.MAX_TIME_SPENT_MS`: a tab left open for days says nothing)."""
+    lead_time = annotation.get("lead_time")
+    if not isinstance(lead_time, int | float) or isinstance(lead_time, bool):
+        return None
+    if not 0 <= lead_time <= MAX_TIME_SPENT_MS / 1000:  # also nan
+        return None
+    return round(1000 * lead_time)
 
 
 def _item(data: Mapping[str, Any], *, external_id: str) -> dict[str, Any] | None:
@@ -216,8 +248,15 @@ def _read_result(
         answer = choices[0]
     else:
         rating = value.get("rating")
-        if not isinstance(rating, int) or isinstance(rating, bool) or rating < 1:
-            return f"{from_name!r}: rating {rating!r} is not a whole number from 1."
+        if (
+            not isinstance(rating, int)
+            or isinstance(rating, bool)
+            or not 1 <= rating <= max_labels()
+        ):
+            return (
+                f"{from_name!r}: rating {str(rating)[:20]} is not a whole number from 1 to "
+                f"{max_labels()} (the setting QUESTION_MAX_LABELS)."
+            )
         answer = str(rating)
     scale = parsed.scales.setdefault(from_name, _Scale(kind))
     if scale.type != kind:

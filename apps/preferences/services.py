@@ -74,6 +74,7 @@ from apps.preferences.selectors import (
 from apps.recruitment.access import participant_check_answering
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Membership, Question, Study
+from core.limits import time_spent_check
 from core.locking import locked_get_or_create
 from core.types import Account
 
@@ -403,8 +404,7 @@ def judgement_record(
     _check_can_judge(question=question, annotator=annotator)
     if outcome not in Judgement.Outcome.values or isinstance(outcome, bool):
         raise ValidationError({"outcome": "Give 1 (A is better), -1 (B is better) or 0 (equal)."})
-    if time_spent_ms is not None and time_spent_ms < 0:
-        raise ValidationError({"time_spent_ms": "Time spent cannot be negative."})
+    time_spent_check(time_spent_ms)
     while True:
         previous = Judgement.objects.filter(
             question=question, annotator=annotator, idempotency_key=idempotency_key

@@ -12,6 +12,7 @@ from django.db.models import Exists, OuterRef
 from apps.studies.kinds import clean_question_settings, question_kind
 from apps.studies.models import Label, Membership, Question, Study
 from apps.studies.selectors import label_answer_counts
+from core.limits import labels_count_check
 from core.types import Account
 
 STUDY_FIELDS = ("name", "instructions", "overlap", "repeat_rate")
@@ -77,6 +78,7 @@ def study_set_status(*, study: Study, status: str) -> Study:
 def _labels_validate(labels: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Check a whole scale before anything is written: known fields, unique keys and
     shortcuts; every problem keyed ``labels[i]`` (the row it is on)."""
+    labels_count_check(len(labels))
     cleaned: list[dict[str, Any]] = []
     errors: dict[str, list[str]] = {}
     first: dict[tuple[str, str], int] = {}

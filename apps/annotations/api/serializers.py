@@ -11,6 +11,7 @@ from apps.annotations.models import Annotation, Assignment, Revision
 from apps.exchange.huggingface import LICENSES
 from apps.exchange.identity import IDENTITIES, USERNAMES
 from apps.items.api.serializers import ItemSerializer
+from core.limits import id_filter_field, time_spent_field
 
 
 class OwnAssignmentField(serializers.PrimaryKeyRelatedField):
@@ -63,7 +64,7 @@ class AnnotationSubmitSerializer(serializers.Serializer):
         help_text="Made by the client once per answer it means to give: resending the same key "
         "(a retry, a double click) stores nothing new and returns the same revisions."
     )
-    time_spent_ms = serializers.IntegerField(required=False, allow_null=True)
+    time_spent_ms = time_spent_field()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """Turn the answers' question keys into the assignment's study's questions (with the
@@ -149,9 +150,9 @@ class AnnotationSerializer(serializers.ModelSerializer):
 class AnnotationFilterSerializer(serializers.Serializer):
     """Query filters of the annotation list (each narrows; all are optional)."""
 
-    study = serializers.IntegerField(required=False, help_text="A study id.")
-    question = serializers.IntegerField(required=False, help_text="A question id.")
-    annotator = serializers.IntegerField(required=False, help_text="An annotator's user id.")
+    study = id_filter_field("A study id.")
+    question = id_filter_field("A question id.")
+    annotator = id_filter_field("An annotator's user id.")
 
 
 class ExportQuerySerializer(serializers.Serializer):

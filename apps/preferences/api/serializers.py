@@ -11,6 +11,7 @@ from apps.items.models import Item
 from apps.preferences.models import Judgement
 from apps.studies.models import Question
 from apps.studies.selectors import studies_for_user
+from core.limits import id_filter_field, time_spent_field
 
 
 class NextPairSerializer(serializers.Serializer):
@@ -94,7 +95,7 @@ class JudgementCreateSerializer(serializers.Serializer):
         help_text="Made by the client once per answer: resending it stores nothing new and "
         "returns the first judgement."
     )
-    time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    time_spent_ms = time_spent_field()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         study_id = attrs["question"].study_id
@@ -120,8 +121,8 @@ class JudgementUndoSerializer(serializers.Serializer):
 
 
 class JudgementFilterSerializer(serializers.Serializer):
-    study = serializers.IntegerField(required=False, help_text="A study id.")
-    question = serializers.IntegerField(required=False, help_text="A question id.")
+    study = id_filter_field("A study id.")
+    question = id_filter_field("A question id.")
 
 
 class AnnotatorConsistencySerializer(serializers.Serializer):

@@ -127,14 +127,14 @@ class StudyPairViewSet(InStudyMixin, GenericViewSet):
             ),
         },
     )
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], serializer_class=JudgementUndoSerializer)
     def undo(self, request: Request, study_pk: str, question_key: str) -> Response:
         """Undo your latest judgement: its pair is the next one again (``next``).
 
         Append-only: the judgement stays, marked ``retracted``, and every computation leaves it
         out. Call again to go further back.
         """
-        serializer = JudgementUndoSerializer(data=request.data)
+        serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         judgement = judgement_retract(
             question=self._question(),
