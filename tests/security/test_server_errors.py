@@ -53,7 +53,7 @@ def test_time_spent_out_of_range_is_a_400(client, study_and_annotator, value):
 @pytest.mark.parametrize("path", ["/api/annotations/", "/api/judgements/"])
 @pytest.mark.parametrize("value", ["99999999999999999999", "-99999999999999999999", "1.5"])
 def test_an_id_beyond_bigint_in_a_filter_is_a_400(client, study_and_annotator, path, value):
-    study, annotator = study_and_annotator
+    study, _annotator = study_and_annotator
     response = _client(client, study.created_by).get(path, {"study": value})
     assert response.status_code == 400, response.content
     assert "study" in response.json()
@@ -75,7 +75,7 @@ def test_options_on_every_api_operation_is_not_a_server_error(client):
     serializer by hand had none to show (500). Every route of the schema, as a manager."""
     from drf_spectacular.generators import SchemaGenerator
 
-    study, annotators = running_study(n_items=3, n_annotators=1)
+    study, _annotators = running_study(n_items=3, n_annotators=1)
     question_create(
         study=study, key="pref", prompt="Which?", kind=Question.Kind.PAIRWISE, settings={}
     )
