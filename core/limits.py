@@ -19,6 +19,19 @@ MAX_TIME_SPENT_MS = 24 * 60 * 60 * 1000
 """The longest time an answer may report having taken: a day, in milliseconds."""
 
 
+MAX_ITEM_TEXT = 1_000_000
+"""The longest text an item may hold, in characters (a long article fits; a 200 MB cell not)."""
+
+MAX_LINE_CHARS = 2 * 1024 * 1024
+"""The longest line of a JSON Lines upload, in characters (a vector of 65,536 numbers fits)."""
+
+MAX_VECTOR_LENGTH = 65_536
+"""The most numbers in one feature or attention vector of a model run."""
+
+MAX_NPZ_ENTRIES = 16
+"""The most arrays an NPZ upload may hold (a model run names at most five fields)."""
+
+
 def max_labels() -> int:
     """The most labels a categorical question may have (``QUESTION_MAX_LABELS``, 100).
 

@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from typing import IO, Any, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from asgiref.sync import sync_to_async
@@ -242,15 +243,41 @@ class _Sink:
         return data
 
 
-def read_parquet(stream: IO[bytes], *, batch_size: int = 1000) -> Iterator[dict[str, Any]]:
+class TooLargeError(ValueError):
+    """A file that holds more than its limit once decompressed (``size`` bytes at least)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"{size} bytes once decompressed")
+        self.size = size
+
+
+def read_parquet(
+    stream: IO[bytes], *, max_bytes: int | None = None, batch_size: int = 1000
+) -> Iterator[dict[str, Any]]:
     """The rows of a Parquet file as dicts of Python values, read one batch at a time.
 
     ``stream`` must be seekable (the schema is at the end of the file). Timestamps come back
     as aware ``datetime``, lists as lists, structs as dicts. Raises ``ValueError`` (from
-    ``pyarrow.ArrowInvalid``) if the file is not Parquet.
+    ``pyarrow.ArrowInvalid``) if the file is not Parquet, and :class:`TooLargeError` when the data
+    holds more than ``max_bytes`` decompressed: a small compressed file can decompress to
+    gigabytes (a 7 KB file of zstd held a 200 MB text). The footer's uncompressed column sizes
+    are checked before any row is read, the batches' sizes as they are read.
     """
     parquet = pq.ParquetFile(stream)
+    if max_bytes is not None:
+        meta = parquet.metadata
+        declared = sum(
+            meta.row_group(g).column(c).total_uncompressed_size
+            for g in range(meta.num_row_groups)
+            for c in range(meta.num_columns)
+        )
+        if declared > max_bytes:
+            raise TooLargeError(declared)
+    read = 0
     for batch in parquet.iter_batches(batch_size=batch_size):
+        read += batch.nbytes
+        if max_bytes is not None and read > max_bytes:
+            raise TooLargeError(read)
         yield from batch.to_pylist()
 
 
@@ -285,3 +312,19 @@ async def _async_chunks(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
     pull = sync_to_async(next, thread_sensitive=True)
     while (chunk := await pull(chunks, None)) is not None:
         yield chunk
+
+
+def npy_header(entry: IO[bytes]) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype of a ``.npy`` stream, read from its header alone.
+
+    Read before loading, they tell what loading would allocate (a 100-byte file may declare
+    an array of 10^12 numbers). Raises ``ValueError`` for what is not a ``.npy`` header.
+    """
+    version = np.lib.format.read_magic(entry)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(entry)
+    elif version == (2, 0):
+        shape, _, dtype = np.lib.format.read_array_header_2_0(entry)
+    else:
+        raise ValueError(f".npy format version {version[0]}.{version[1]} is not read")
+    return shape, dtype

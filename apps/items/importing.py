@@ -23,14 +23,17 @@ from pathlib import PurePath
 from typing import IO, Any, NamedTuple
 
 import pyarrow as pa
+from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.files import File
+from django.template.defaultfilters import filesizeformat
 
-from apps.exchange.formats import read_parquet
+from apps.exchange.formats import TooLargeError, read_parquet
 from apps.items.media import stimulus_file
 from apps.items.models import Item
 from apps.recruitment.gold import GOLD_COLUMNS, GoldSpec, gold_questions, gold_read
 from apps.studies.models import Question, Study
+from core.limits import MAX_LINE_CHARS
 
 FORMATS = ("csv", "jsonl", "parquet")
 MAX_ERRORS = 50
@@ -307,10 +310,18 @@ def _jsonl_rows(stream: IO[bytes] | IO[str]) -> Iterator[RawRow]:
         for line, text in enumerate(_text_lines(stream), start=1):
             if not text.strip():
                 continue
+            if len(text) > MAX_LINE_CHARS:
+                yield _broken_row(
+                    line, f"A line of {len(text):,} characters; the limit is {MAX_LINE_CHARS:,}."
+                )
+                continue
             try:
                 data = json.loads(text)
             except json.JSONDecodeError as exc:
                 yield _broken_row(line, f"Not valid JSON: {exc.msg}.")
+                continue
+            except RecursionError:
+                yield _broken_row(line, "Not valid JSON here: nested too deeply.")
                 continue
             if isinstance(data, dict):
                 yield RawRow(line, data)
@@ -327,11 +338,18 @@ def _parquet_rows(stream: IO[bytes] | IO[str]) -> Iterator[RawRow]:
     ``metadata`` may be a struct or JSON text; timestamps among the extra columns are kept in
     ``metadata`` as ISO 8601 text.
     """
+    limit = settings.UPLOAD_MAX_IMPORT_BYTES
     try:
-        rows = read_parquet(stream)  # type: ignore[arg-type]
+        rows = read_parquet(stream, max_bytes=limit)  # type: ignore[arg-type]
         first = next(rows, None)
     except (pa.ArrowException, OSError) as exc:
         raise ItemImportError([RowError(1, "", f"Not a Parquet file: {exc}.")]) from None
+    except TooLargeError as exc:
+        message = (
+            f"The file holds {filesizeformat(exc.size)} once decompressed; an item file may hold "
+            f"{filesizeformat(limit)} (UPLOAD_MAX_IMPORT_BYTES)."
+        )
+        raise ItemImportError([RowError(1, "", message)]) from None
     if first is not None and "external_id" not in first:
         raise ItemImportError([RowError(1, "external_id", "The file needs an external_id column.")])
     for line, data in enumerate(itertools.chain([first] if first else [], rows), start=1):

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxLengthValidator
 from django.db import models
 from django.urls import reverse
 
 from apps.studies.models import Study
+from core.limits import MAX_ITEM_TEXT
 
 
 class Item(models.Model):
@@ -21,7 +23,7 @@ class Item(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
     external_id = models.CharField(max_length=200)
     kind = models.CharField(max_length=5, choices=Kind.choices, default=Kind.TEXT)
-    text = models.TextField(blank=True)
+    text = models.TextField(blank=True, validators=[MaxLengthValidator(MAX_ITEM_TEXT)])
     media = models.FileField(upload_to="items/%Y/%m/", blank=True)
     url = models.URLField(max_length=1000, blank=True)
     metadata = models.JSONField(default=dict, blank=True)

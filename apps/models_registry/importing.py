@@ -39,7 +39,9 @@ from django.core.exceptions import ValidationError
 from django.template.defaultfilters import filesizeformat
 from numpy.typing import NDArray
 
+from apps.exchange.formats import npy_header
 from apps.items.importing import MAX_ERRORS, ItemImportError, RawRow, RowError, parse_items
+from core.limits import MAX_NPZ_ENTRIES, MAX_VECTOR_LENGTH
 
 FORMATS = ("csv", "jsonl", "npz")
 _EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".npz": "npz"}
@@ -306,10 +308,14 @@ def _vector(value: Any) -> tuple[NDArray[np.float64], str]:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
             return np.empty(0), f"Not a JSON list of numbers: {exc.msg}."
+        except RecursionError:
+            return np.empty(0), "Not a JSON list of numbers: nested too deeply."
     if isinstance(value, np.ndarray):
         value = value.tolist()
     if not isinstance(value, list) or not value:
         return np.empty(0), "Give a non-empty list of numbers."
+    if len(value) > MAX_VECTOR_LENGTH:
+        return np.empty(0), f"{len(value):,} numbers; a vector holds at most {MAX_VECTOR_LENGTH:,}."
     bad = next(
         (j for j, v in enumerate(value) if isinstance(v, bool) or not isinstance(v, int | float)),
         None,
@@ -374,13 +380,19 @@ def npz_check(stream: IO[bytes], *, max_rows: int) -> None:
     total = 0
     try:
         with zipfile.ZipFile(stream) as archive:
-            for info in archive.infolist():
+            entries = archive.infolist()
+            if len(entries) > MAX_NPZ_ENTRIES:
+                message = (
+                    f"{len(entries):,} arrays; a model-run NPZ holds at most {MAX_NPZ_ENTRIES}."
+                )
+                raise UploadError([RowError(1, "", message)])
+            for info in entries:
                 name = info.filename.removesuffix(".npy")
                 if name == info.filename:
                     problems.append(RowError(1, name, "Not a .npy array: an NPZ holds arrays."))
                     continue
                 with archive.open(info) as entry:
-                    shape, dtype = _npy_header(entry)
+                    shape, dtype = npy_header(entry)
                 what = f"Array {name!r} holds {shape} {dtype}"
                 size = math.prod(shape) * dtype.itemsize
                 total += size
@@ -414,18 +426,6 @@ _NPZ_ERRORS = (OSError, ValueError, zipfile.BadZipFile, EOFError)
 
 def _unreadable_npz(exc: Exception) -> UploadError:
     return UploadError([RowError(1, "", f"Not a readable .npz file of arrays: {exc}.")])
-
-
-def _npy_header(entry: IO[bytes]) -> tuple[tuple[int, ...], np.dtype]:
-    """The shape and dtype of a ``.npy`` stream, read from its header alone."""
-    version = np.lib.format.read_magic(entry)
-    if version == (1, 0):
-        shape, _, dtype = np.lib.format.read_array_header_1_0(entry)
-    elif version == (2, 0):
-        shape, _, dtype = np.lib.format.read_array_header_2_0(entry)
-    else:
-        raise ValueError(f".npy format version {version[0]}.{version[1]} is not read")
-    return shape, dtype
 
 
 def _npz_rows(stream: IO[bytes] | IO[str], required: tuple[str, ...]) -> Iterator[RawRow]:

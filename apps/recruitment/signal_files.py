@@ -8,10 +8,13 @@ read whole or refused with one message naming the problem (and the line, for a C
 from __future__ import annotations
 
 import io
+import math
 
 import numpy as np
 from django.core.exceptions import ValidationError
 from numpy.typing import NDArray
+
+from apps.exchange.formats import npy_header
 
 MAX_SIGNAL_BYTES = 4 * 1024 * 1024
 """Largest accepted file: about 400,000 CSV samples, an hour at 100 Hz in float64 NPY."""
@@ -41,6 +44,9 @@ def signal_read(*, data: bytes, name: str) -> NDArray[np.float64]:
 
 def _npy(data: bytes) -> NDArray[np.float64]:
     try:
+        shape, dtype = npy_header(io.BytesIO(data))
+        if math.prod(shape) * dtype.itemsize > len(data):  # declares more than the file holds
+            raise ValueError
         array = np.load(io.BytesIO(data), allow_pickle=False)
     except (ValueError, OSError, EOFError):
         raise _invalid("This is not a readable .npy file.") from None

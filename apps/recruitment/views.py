@@ -15,10 +15,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_exempt
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.continuous.config import trace_settings
 from apps.continuous.selectors import green_signal_for_item
+from apps.items.uploads import UploadLimits, limit_uploads
 from apps.recruitment.forms import (
     OUTCOME_NAMES,
     GoldSignalForm,
@@ -364,13 +366,27 @@ def manage(request: HttpRequest, study_id: int) -> HttpResponse:
     return _manage_page(request, study, recruitment, form=form, signal_form=GoldSignalForm())
 
 
+@csrf_exempt  # checked by _gold_signal, once the upload limit is in place
 @login_required
 @require_POST
 def gold_signal(request: HttpRequest, study_id: int) -> HttpResponse:
-    """Upload the true signal of an item (a gold trace); the form sits on the manager's page."""
+    """Upload the true signal of an item (a gold trace); the form sits on the manager's page.
+
+    A file over :data:`MAX_SIGNAL_BYTES` is dropped as it streams in (413): it was received
+    whole before the limit was checked (200 MB: 132 s).
+    """
     study = managed_study(request, study_id)
+    limits = limit_uploads(request, file=MAX_SIGNAL_BYTES)
+    return _gold_signal(request, study, limits)
+
+
+@csrf_protect
+def _gold_signal(request: HttpRequest, study: Study, limits: UploadLimits) -> HttpResponse:
     form = GoldSignalForm(request.POST, request.FILES)
-    if form.is_valid():
+    for refused in limits.refused:
+        form.errors.pop(refused.field, None)  # not "required": it was sent, and dropped
+        form.add_error(refused.field, str(refused))
+    if not limits.refused and form.is_valid():
         data = form.cleaned_data
         item = study.items.filter(external_id=data["item"]).first()
         if item is None:
@@ -391,7 +407,12 @@ def gold_signal(request: HttpRequest, study_id: int) -> HttpResponse:
     recruitment = Recruitment.objects.filter(study=study).first()
     initial = model_to_dict(recruitment or Recruitment(study=study), RecruitmentForm.Meta.fields)
     return _manage_page(
-        request, study, recruitment, form=RecruitmentForm(initial=initial), signal_form=form
+        request,
+        study,
+        recruitment,
+        form=RecruitmentForm(initial=initial),
+        signal_form=form,
+        status=413 if limits.refused else None,
     )
 
 
@@ -403,6 +424,7 @@ def _manage_page(
     form: RecruitmentForm,
     signal_form: GoldSignalForm,
     gold_form: GoldUseForm | None = None,
+    status: int | None = None,
 ) -> HttpResponse:
     context: dict[str, Any] = {
         "study": study,
@@ -434,7 +456,7 @@ def _manage_page(
         }
     gold_form = gold_form or GoldUseForm(questions=gold_use_questions(study=study))
     context |= _gold_uses(request, study, gold_form)
-    status = max(form.http_status, signal_form.http_status, gold_form.http_status)
+    status = status or max(form.http_status, signal_form.http_status, gold_form.http_status)
     return render(request, "recruitment/manage.html", context, status=status)
 
 

@@ -39,7 +39,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
         not DATA_DIR.is_dir(),
-        reason=f"the 2020 paper's green_intensity copy (no licence, not shipped) is not at {DATA_DIR}",
+        reason=f"the 2020 paper's green_intensity copy (no licence: not shipped) not at {DATA_DIR}",
     ),
 ]
 
