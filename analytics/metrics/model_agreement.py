@@ -1038,8 +1038,9 @@ def _pair_table_bootstrap(
         """``(b, 1 + n_kinds)``: DIC and each BAE of every replicate's summed contributions."""
         cells = np.zeros((sums.shape[0], width))
         cells[:, used] = sums
-        tables_h = cells[:, :human_at].reshape(-1, n_pairs, vh, vh)
-        tables_p = cells[:, human_at:counts_at].reshape(-1, n_pairs, vp, vp)
+        b = sums.shape[0]  # explicit: with one annotator there are no pairs (size 0)
+        tables_h = cells[:, :human_at].reshape(b, n_pairs, vh, vh)
+        tables_p = cells[:, human_at:counts_at].reshape(b, n_pairs, vp, vp)
         overlap = tables_h.sum(axis=(-2, -1)) if shared is None else cells[:, shared_at:]
         diag = np.where(cells[:, counts_at:shared_at] >= min_overlap, 1.0, np.nan)
         matrices = []

@@ -264,3 +264,33 @@ def test_accuracy_and_fleiss_carry_intervals_with_their_evidence(sim, register):
     assert figures["fleiss_n_items"] == n_items
     low, high = figures["fleiss_human_interval"]
     assert low < figures["fleiss_human"] < high
+
+
+def test_a_run_on_a_one_annotator_study_is_evaluated_without_pairs():
+    """No pair of annotators: DIC has nothing to compare, yet the evaluation completes (the
+    bootstrap reshaped an empty array of pairs: ValueError in the background worker)."""
+    from apps.annotations.importing import FinishedAnnotation, annotations_import_finished
+    from apps.models_registry.services import Upload
+    from tests.apps.models_registry.simulation import jsonl, register_and_evaluate
+    from tests.factories import running_study
+
+    study, (annotator,) = running_study(n_items=4, n_annotators=1)
+    question = study.questions.get()
+    items = list(study.items.values_list("external_id", flat=True))
+    first, second = question.labels.values_list("key", flat=True)[:2]
+    annotations_import_finished(
+        study=study,
+        records=[FinishedAnnotation(i, annotator.username, question.key, first) for i in items],
+    )
+    rows = [{"item": i, "annotator": annotator.username, "label": second} for i in items]
+    run = register_and_evaluate(
+        study=study,
+        question=question,
+        name="m",
+        version="1",
+        created_by=study.created_by,
+        predictions=Upload(jsonl(rows), "jsonl"),
+    )
+    evaluation = run.evaluations.get()
+    assert evaluation.figures["accuracy_mean"] == 0.0
+    assert evaluation.figures["dic"] is None
