@@ -341,6 +341,9 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and its docs page list every operation: signed-in users only (session or
+    # token), as most deployments keep them; docs/security.md says so.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # /api/docs/ serves Swagger UI from the drf-spectacular-sidecar package: no CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -5,6 +5,7 @@ Uploaded stimuli have no route of their own: ``items:media`` serves each to its 
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.templatetags.static import static
 from django.urls import include, path
 from django.utils.functional import lazy
@@ -36,7 +37,12 @@ urlpatterns = [
     path("api/auth/logoutall/", TokenLogoutAllView.as_view(), name="api-logout-all"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Swagger UI from the sidecar package; its start-up script is a file, not inline (CSP).
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    # Signed-in users only, like the schema (SERVE_PERMISSIONS): others go to the sign-in page.
+    path(
+        "api/docs/",
+        login_required(SpectacularSwaggerSplitView.as_view(url_name="api-schema")),
+        name="api-docs",
+    ),
     path("api/", include(router.urls)),
 ]
 

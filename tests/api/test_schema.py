@@ -8,6 +8,8 @@ import yaml
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
+from tests.factories import UserFactory
+
 
 def test_schema_validates_without_warnings(tmp_path: Path) -> None:
     out = tmp_path / "schema.yaml"
@@ -21,6 +23,11 @@ def test_schema_validates_without_warnings(tmp_path: Path) -> None:
 
 def test_schema_and_docs_pages_render(db) -> None:
     client = APIClient()
+    assert client.get("/api/schema/").status_code == 401  # signed-in users only
+    docs = client.get("/api/docs/")
+    assert docs.status_code == 302
+    assert docs["Location"].startswith("/accounts/login/")
+    client.force_login(UserFactory())
     schema = client.get("/api/schema/")
     assert schema.status_code == 200
     assert schema["Content-Type"].startswith("application/vnd.oai.openapi")

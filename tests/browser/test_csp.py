@@ -22,7 +22,7 @@ from apps.annotations.services import annotations_submit
 from tests.apps.preferences.conftest import make_pairwise_study
 from tests.browser.contexts import close_contexts
 from tests.browser.test_continuous import short_green_study
-from tests.factories import running_study
+from tests.factories import UserFactory, running_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -174,8 +174,9 @@ def test_invitation_link_is_made_and_copied(watched, sign_in):
     assert manager.problems == []
 
 
-def test_api_docs_render_swagger_ui(watched):
+def test_api_docs_render_swagger_ui(watched, sign_in):
     docs = watched()
+    sign_in(docs.page, UserFactory().username)  # the docs are for signed-in users
     docs.page.goto("/api/docs/")
     expect(docs.page.locator(".swagger-ui .info .title")).to_contain_text("Annotation Studio API")
     expect(docs.page.locator(".opblock").first).to_be_visible()

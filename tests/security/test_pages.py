@@ -40,6 +40,7 @@ def test_pages_carry_a_policy_without_inline_script_style_or_eval(client):
 
 
 def test_api_docs_load_swagger_ui_from_this_origin_only(client):
+    client.force_login(UserFactory())
     response = client.get("/api/docs/")
     assert response.status_code == 200
     html = response.content.decode()
