@@ -272,6 +272,8 @@ MEDIA_X_SENDFILE = _env_bool("MEDIA_X_SENDFILE")
 UPLOAD_MAX_MEDIA_BYTES = int(os.environ.get("UPLOAD_MAX_MEDIA_BYTES", 50 * 1024 * 1024))
 UPLOAD_MAX_IMPORT_BYTES = int(os.environ.get("UPLOAD_MAX_IMPORT_BYTES", 50 * 1024 * 1024))
 UPLOAD_MAX_MODEL_RUN_BYTES = int(os.environ.get("UPLOAD_MAX_MODEL_RUN_BYTES", 100 * 1024 * 1024))
+# Minutes a recruited arrival keeps its place without consenting (apps/recruitment/services.py)
+RECRUITMENT_RESERVATION_MINUTES = int(os.environ.get("RECRUITMENT_RESERVATION_MINUTES", 30))
 # Labels of one categorical question (core/limits.py; the quality state grows with its square)
 QUESTION_MAX_LABELS = int(os.environ.get("QUESTION_MAX_LABELS", 100))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024

@@ -126,8 +126,19 @@ class Participant(models.Model):
         WORKING = "working", "Working"
         TIMED_OUT = "timed_out", "Timed out"
         DONE = "done", "Done"
+        EXPIRED = "expired", "Reservation expired"
+        FULL = "full", "No work left"
 
-    ENDED = (Status.DECLINED, Status.SCREENED_OUT, Status.TIMED_OUT, Status.DONE)
+    ENDED = (
+        Status.DECLINED,
+        Status.SCREENED_OUT,
+        Status.TIMED_OUT,
+        Status.DONE,
+        Status.EXPIRED,
+        Status.FULL,
+    )
+    WAITING = (Status.ARRIVED, Status.CONSENTED, Status.TRAINING, Status.QUALIFIED)
+    """Admitted and not yet working: each will claim a package."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants")
     user = models.OneToOneField(
@@ -137,6 +148,12 @@ class Participant(models.Model):
     platform_id = models.CharField(max_length=64, validators=[PLATFORM_ID])
     platform_study_id = models.CharField(max_length=64, blank=True)
     platform_session_id = models.CharField(max_length=64, blank=True)
+    resume_hash = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="SHA-256 of the resume code shown to the participant: another browser with "
+        "the same platform id gets in only with it (or the same platform session id).",
+    )
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.ARRIVED)
     answers = models.JSONField(default=dict, blank=True, help_text="Pre-study questionnaire.")
     training_score = models.FloatField(null=True, blank=True)

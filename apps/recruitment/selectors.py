@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import numpy as np
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.urls import reverse
@@ -24,6 +25,53 @@ from apps.studies.models import Question, Study
 from core.types import Visitor
 
 Status = Participant.Status
+
+
+def packages_left(*, recruitment: Recruitment, limit: int) -> int | None:
+    """How many more work packages the study can hand out, counted up to ``limit``; ``None``:
+    no end (no overlap set).
+
+    Packages are made as :func:`apps.recruitment.services._package_items` makes them: up to
+    ``items_per_participant`` distinct regular items, least-answered first, each item until it
+    has ``overlap`` first-round assignments. Simulated package by package on the vector of
+    open slots per item (the items a package takes among equally open ones do not change the
+    count), so the cost is ``limit`` partial sorts of the open items.
+    """
+    study = recruitment.study
+    if not study.overlap:
+        return None
+    taken = (
+        Item.objects.filter(study=study)
+        .exclude(Exists(GoldAnswer.objects.filter(item=OuterRef("pk"))))
+        .annotate(taken=Count("assignments", filter=Q(assignments__round=1)))
+        .filter(taken__lt=study.overlap)
+        .values_list("taken", flat=True)
+    )
+    slots = np.array([study.overlap - t for t in taken], dtype=np.int64)
+    size = recruitment.items_per_participant
+    packages = 0
+    while packages < limit and slots.any():
+        open_ = np.flatnonzero(slots)
+        if open_.size > size:
+            open_ = open_[np.argpartition(-slots[open_], size - 1)[:size]]
+        slots[open_] -= 1
+        packages += 1
+    return packages
+
+
+def recruitment_capacity(*, recruitment: Recruitment) -> int:
+    """How many more participants the link can admit and pay: places under
+    ``max_participants`` and packages left for them, once every admitted participant who is
+    not working yet has claimed one. Arrivals whose reservation expired hold nothing."""
+    participants = Participant.objects.filter(study=recruitment.study).exclude(
+        status=Participant.Status.EXPIRED
+    )
+    places = recruitment.max_participants - participants.count()
+    if places <= 0:
+        return 0
+    waiting = participants.filter(status__in=Participant.WAITING).count()
+    left = packages_left(recruitment=recruitment, limit=waiting + places)
+    return places if left is None else max(min(places, left - waiting), 0)
 
 
 def recruitment_open_by_token(*, token: str) -> Recruitment | None:

@@ -7,14 +7,17 @@ ends early as ``declined``, ``screened_out`` (training below the threshold) or `
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 import random
 import secrets
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -29,6 +32,7 @@ from apps.items.models import Item
 from apps.recruitment.gold import GoldImportError, GoldSpec
 from apps.recruitment.models import GoldAnswer, Participant, Recruitment, TrainingAnswer
 from apps.recruitment.scoring import gold_value_clean, training_answer_score
+from apps.recruitment.selectors import recruitment_capacity
 from apps.studies.models import Membership, Question, Study
 
 Status = Participant.Status
@@ -81,17 +85,80 @@ def _locked(participant: Participant) -> Participant:
     )
 
 
+class Entry(NamedTuple):
+    """A visit through the link: the participant, and the resume code to show a new one."""
+
+    participant: Participant
+    resume_code: str  # "" for a returning participant: their code was shown on arrival
+
+
+class ParticipantIdTakenError(Exception):
+    """Another browser holds this platform id, and this request proves no right to it."""
+
+
+class StudyFullError(Exception):
+    """No work is left for one more participant: they are sent back with the screen-out code."""
+
+
+RESUME_ALPHABET = "ABCDEFGHJKMNPQRSTVWXYZ23456789"  # no 0/O, 1/I/L, U: read aloud safely
+
+
+def _resume_code() -> str:
+    """A fresh resume code such as ``K7QD-M2XW`` (40 bits)."""
+    chars = [secrets.choice(RESUME_ALPHABET) for _ in range(8)]
+    return f"{''.join(chars[:4])}-{''.join(chars[4:])}"
+
+
+def _resume_hash(code: str) -> str:
+    return hashlib.sha256(code.strip().upper().encode()).hexdigest()
+
+
+def _may_continue(
+    participant: Participant, *, same_browser: bool, session_id: str, resume_code: str
+) -> bool:
+    """Whether a visit with ``participant``'s platform id is that participant: the browser
+    they arrived in, the same attempt on the platform (Prolific's ``SESSION_ID``, MTurk's
+    ``assignmentId``), or their resume code. The id alone is not enough: anyone who learns it
+    could take over the work and the completion code."""
+    same_attempt = bool(participant.platform_session_id and session_id) and hmac.compare_digest(
+        participant.platform_session_id, session_id[:64]
+    )
+    resumed = bool(resume_code and participant.resume_hash) and hmac.compare_digest(
+        participant.resume_hash, _resume_hash(resume_code)
+    )
+    return same_browser or same_attempt or resumed
+
+
+def participants_release_reservations(*, study: Study, now: Any = None) -> int:
+    """End the visits of arrivals who have not consented within
+    ``RECRUITMENT_RESERVATION_MINUTES``: their places go to others. Returns how many."""
+    since = (now or timezone.now()) - timedelta(minutes=settings.RECRUITMENT_RESERVATION_MINUTES)
+    stale = Participant.objects.filter(study=study, status=Status.ARRIVED, arrived_at__lt=since)
+    return stale.update(status=Status.EXPIRED, ended_at=now or timezone.now())
+
+
 @transaction.atomic
 def participant_enter(
-    *, recruitment: Recruitment, platform_id: str, study_id: str = "", session_id: str = ""
-) -> Participant:
-    """The participant with this platform id, created on first arrival.
+    *,
+    recruitment: Recruitment,
+    platform_id: str,
+    study_id: str = "",
+    session_id: str = "",
+    resume_code: str = "",
+    same_browser: bool = False,
+) -> Entry:
+    """The participant with this platform id, created on first arrival, and the resume code to
+    show them (``""`` when they return).
 
-    A returning id (a second tab, a crash, the link opened again) gets the same participant.
-    New participants are admitted one at a time (the recruitment row is locked) while the link
-    is open, the study running and fewer than ``max_participants`` have arrived: a link cannot
-    make unbounded accounts. The account is pseudonymous (no platform id in its username) and
-    has no usable password; it is an annotator of this study only.
+    A returning id gets the same participant only from the browser it arrived in, with the same
+    platform attempt or with its resume code (:func:`_may_continue`); else
+    :class:`ParticipantIdTakenError`. New participants are admitted one at a time (the
+    recruitment row is locked) while the link is open, the study running, fewer than
+    ``max_participants`` hold a place (arrivals that never consent give theirs up after
+    ``RECRUITMENT_RESERVATION_MINUTES``) and work is left for them
+    (:func:`~apps.recruitment.selectors.recruitment_capacity`; else :class:`StudyFullError`,
+    before any account is made). The account is pseudonymous (no platform id in its username)
+    and has no usable password; it is an annotator of this study only.
     """
     recruitment = (
         Recruitment.objects.select_for_update(of=("self",))
@@ -102,18 +169,32 @@ def participant_enter(
     existing = Participant.objects.filter(
         study=study, platform=recruitment.platform, platform_id=platform_id
     ).first()
-    if existing is not None:
-        return existing
+    if existing is not None and not _may_continue(
+        existing, same_browser=same_browser, session_id=session_id, resume_code=resume_code
+    ):
+        raise ParticipantIdTakenError
+    if existing is not None and existing.status != Status.EXPIRED:
+        return Entry(existing, "")
     if not recruitment.is_open or not study.is_running:
         raise ValidationError("This study is not taking participants at the moment.")
-    if Participant.objects.filter(study=study).count() >= recruitment.max_participants:
+    participants_release_reservations(study=study)
+    capacity = recruitment_capacity(recruitment=recruitment)
+    holding = Participant.objects.filter(study=study).exclude(status=Status.EXPIRED).count()
+    if holding >= recruitment.max_participants:
         raise ValidationError("This study has all the participants it needs. Thank you!")
+    if capacity <= 0:
+        raise StudyFullError
+    if existing is not None:  # an expired reservation comes back while there is room
+        revived = _set_status(existing, Status.ARRIVED, arrived_at=timezone.now(), ended_at=None)
+        return Entry(revived, "")
+    code = _resume_code()
     participant = Participant(
         study=study,
         platform=recruitment.platform,
         platform_id=platform_id,
         platform_study_id=study_id[:64],
         platform_session_id=session_id[:64],
+        resume_hash=_resume_hash(code),
     )
     participant.full_clean(exclude=["user"])
     user = get_user_model()(username=f"p{study.pk}-{secrets.token_hex(5)}")
@@ -123,7 +204,7 @@ def participant_enter(
     participant.save()
     # Not membership_add: that refills every queue, and participants' work comes in packages.
     Membership.objects.create(study=study, user=user, role=Membership.Role.ANNOTATOR)
-    return participant
+    return Entry(participant, code)
 
 
 @transaction.atomic
@@ -226,7 +307,7 @@ def _package_items(*, recruitment: Recruitment, rng: random.Random) -> list[int]
         ]
     )
     if not chosen:
-        raise ValidationError("Every item has all the answers it needs; thank you for coming.")
+        return []
     checks = list(
         GoldAnswer.objects.filter(item__study=study, use=GoldAnswer.Use.CHECK)
         .exclude(question__kind=Question.Kind.PAIRWISE)
@@ -244,7 +325,9 @@ def participant_start_work(*, participant: Participant) -> Participant:
     """Give a qualified participant their work package (once) and start the clock.
 
     Abandoned packages of the study are released first, so their items can be handed out
-    again. Packages are made one at a time per study (the recruitment row is locked).
+    again. Packages are made one at a time per study (the recruitment row is locked). When no
+    work is left (others took it meanwhile), the visit ends with the screen-out code
+    (``full``) instead of a button that can never give work.
     """
     participant = _locked(participant)
     if participant.status != Status.QUALIFIED:
@@ -252,6 +335,8 @@ def participant_start_work(*, participant: Participant) -> Participant:
     recruitment = Recruitment.objects.select_for_update().get(pk=participant.study.recruitment.pk)
     participants_release_expired(study=participant.study)
     items = _package_items(recruitment=recruitment, rng=random.Random(f"package-{participant.pk}"))
+    if not items:
+        return _ended(participant, Status.FULL, recruitment.screen_out_code)
     Assignment.objects.bulk_create(
         Assignment(
             study=participant.study, item_id=item_id, annotator_id=participant.user_id, position=n

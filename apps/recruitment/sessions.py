@@ -16,6 +16,7 @@ from apps.recruitment.selectors import participant_redirect
 from apps.studies.models import Study
 
 SESSION_KEY = "recruitment_participant"
+RESUME_KEY = "recruitment_resume_code"  # shown on the participant's pages (the row keeps a hash)
 
 
 def participant_session_start(request: HttpRequest, participant: Participant) -> None:

@@ -49,6 +49,7 @@ from apps.recruitment.selectors import (
     participant_page,
     participants_overview,
     payment_rows,
+    recruitment_capacity,
     recruitment_open_by_token,
     training_next,
     training_progress,
@@ -56,6 +57,8 @@ from apps.recruitment.selectors import (
 )
 from apps.recruitment.services import (
     GOLD_USE_NONE,
+    ParticipantIdTakenError,
+    StudyFullError,
     gold_use_set,
     item_gold_signal_set,
     participant_consent,
@@ -67,7 +70,11 @@ from apps.recruitment.services import (
     participants_release_expired,
     recruitment_update,
 )
-from apps.recruitment.sessions import participant_session_start
+from apps.recruitment.sessions import (
+    RESUME_KEY,
+    is_participant_session,
+    participant_session_start,
+)
 from apps.recruitment.signal_files import MAX_SIGNAL_BYTES, signal_read
 from apps.studies.access import managed_study
 from apps.studies.models import Question, Study
@@ -134,17 +141,46 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
             "the study from there."
         )
         return _problem(request, "Wrong study", message, status=403)
+    session_id = request.GET.get(session_name, "").strip() if session_name else ""
     try:
-        participant = participant_enter(
+        entry = participant_enter(
             recruitment=recruitment,
             platform_id=platform_id,
             study_id=study_id,
-            session_id=request.GET.get(session_name, "") if session_name else "",
+            session_id=session_id,
+            resume_code=request.GET.get("resume", ""),
+            same_browser=_same_browser(request, recruitment, platform_id),
         )
+    except ParticipantIdTakenError:
+        context = {"study": recruitment.study, "query": request.GET.dict()}
+        return render(request, "recruitment/id_taken.html", context, status=409)
+    except StudyFullError:
+        code = recruitment.screen_out_code
+        context = {
+            "study": recruitment.study,
+            "code": code,
+            "return_url": return_url(recruitment, code),
+        }
+        return render(request, "recruitment/full.html", context)
     except ValidationError as exc:
         return _problem(request, "Not open", " ".join(exc.messages), status=403)
-    participant_session_start(request, participant)
-    return redirect(participant_page(participant=participant))
+    participant_session_start(request, entry.participant)
+    if entry.resume_code:
+        request.session[RESUME_KEY] = entry.resume_code
+    return redirect(participant_page(participant=entry.participant))
+
+
+def _same_browser(request: HttpRequest, recruitment: Recruitment, platform_id: str) -> bool:
+    """Whether this browser's session is the participant's who holds ``platform_id``."""
+    if not is_participant_session(request):
+        return False
+    mine = participant_of_user(user=request.user)
+    return (
+        mine is not None
+        and mine.study_id == recruitment.study_id
+        and mine.platform == recruitment.platform
+        and mine.platform_id == platform_id
+    )
 
 
 @xframe_options_exempt
@@ -208,6 +244,7 @@ def consent(request: HttpRequest, study_id: int) -> HttpResponse:
         "study": participant.study,
         "consent_text": render_markdown(recruitment.consent_text),
         "form": form,
+        "resume_code": request.session.get(RESUME_KEY, ""),
     }
     status = 422 if form.is_bound and form.errors else 200
     return render(request, "recruitment/consent.html", context, status=status)
@@ -255,6 +292,7 @@ def training(request: HttpRequest, study_id: int) -> HttpResponse:
         **(_feedback_texts(feedback) if feedback else {}),
         "trace": _trace_config(shown_gold) if form is not None else None,
         "progress": training_progress(participant=participant),
+        "resume_code": request.session.get(RESUME_KEY, ""),
     }
     status = form.http_status if form is not None else 200
     return render(request, "recruitment/training.html", context, status=status)
@@ -307,6 +345,8 @@ def qualified(request: HttpRequest, study_id: int) -> HttpResponse:
         except ValidationError as exc:
             messages.info(request, " ".join(exc.messages))
         else:
+            if participant.has_ended:  # no work was left for them: the screen-out code
+                return redirect(participant_page(participant=participant))
             package = package_of(participant=participant)
             messages.info(
                 request,
@@ -316,7 +356,12 @@ def qualified(request: HttpRequest, study_id: int) -> HttpResponse:
             )
             return redirect(participant_page(participant=participant))
     recruitment = participant.study.recruitment
-    context = {"study": participant.study, "participant": participant, "recruitment": recruitment}
+    context = {
+        "study": participant.study,
+        "participant": participant,
+        "recruitment": recruitment,
+        "resume_code": request.session.get(RESUME_KEY, ""),
+    }
     return render(request, "recruitment/qualified.html", context)
 
 
@@ -449,6 +494,7 @@ def _manage_page(
             "link_label": recruitment.get_platform_display(),
             "link": f"{link}?{LINK_QUERIES[recruitment.platform]}",
             "participants": participants,
+            "capacity": recruitment_capacity(recruitment=recruitment),
             "accuracy": [
                 (row, platform_ids.get(row.annotator_id, ""))
                 for row in gold_accuracy(study=study).values()

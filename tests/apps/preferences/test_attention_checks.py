@@ -80,7 +80,7 @@ def checks_study(*, check_rate: float = 0.5, **settings) -> tuple[Study, Questio
 
 
 def working(study: Study, pid: str) -> Participant:
-    participant = participant_enter(recruitment=study.recruitment, platform_id=pid)
+    participant = participant_enter(recruitment=study.recruitment, platform_id=pid).participant
     participant_consent(participant=participant, agree=True)
     participant_training_finish(participant=participant)
     return participant_start_work(participant=participant)

@@ -68,7 +68,7 @@ def video_study_with_a_check():
     recruitment = recruitment_update(
         study=study, is_open=True, items_per_participant=4, check_rate=0.25, trace_threshold=0.3
     )
-    participant = participant_enter(recruitment=recruitment, platform_id="P1")
+    participant = participant_enter(recruitment=recruitment, platform_id="P1").participant
     participant = participant_consent(participant=participant, agree=True)
     participant = participant_start_work(
         participant=participant_training_finish(participant=participant)
@@ -179,7 +179,7 @@ def test_training_on_a_video_gold_trace_plays_the_video_and_sends_no_signal(clie
     study, question, check, _ = video_study_with_a_check()
     gold_answer_set(item=check, question=question, value={}, use="training")
     recruitment = recruitment_update(study=study, qualification_threshold=1.0)
-    participant = participant_enter(recruitment=recruitment, platform_id="P2")
+    participant = participant_enter(recruitment=recruitment, platform_id="P2").participant
     participant = participant_consent(participant=participant, agree=True)
     client.force_login(participant.user)
     page = client.get(reverse("recruitment:training", args=[study.pk]))

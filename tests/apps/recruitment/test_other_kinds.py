@@ -54,7 +54,7 @@ def kind_study(kind: str, *, n_items: int = 4, per_participant: int = 3):
 
 
 def working(recruitment, pid: str = "P1") -> Participant:
-    participant = participant_enter(recruitment=recruitment, platform_id=pid)
+    participant = participant_enter(recruitment=recruitment, platform_id=pid).participant
     participant_consent(participant=participant, agree=True)
     participant_training_finish(participant=participant)
     return participant_start_work(participant=participant)

@@ -13,6 +13,7 @@ from apps.annotations.selectors import assignment_next
 from apps.annotations.services import annotations_submit
 from apps.recruitment.models import GoldAnswer, Participant
 from apps.recruitment.services import (
+    StudyFullError,
     participant_consent,
     participant_enter,
     participant_finish,
@@ -47,7 +48,7 @@ def answer_all(participant: Participant, label: str = "neutral") -> list[int]:
 
 
 def qualified(recruitment, platform_id: str = "PID1") -> Participant:
-    participant = participant_enter(recruitment=recruitment, platform_id=platform_id)
+    participant = participant_enter(recruitment=recruitment, platform_id=platform_id).participant
     participant_consent(participant=participant, agree=True)
     for gold in GoldAnswer.objects.filter(use="training", item__study=recruitment.study):
         participant_training_answer(participant=participant, gold=gold, value=TRAINING_ANSWER)
@@ -56,9 +57,13 @@ def qualified(recruitment, platform_id: str = "PID1") -> Participant:
 
 def test_entry_makes_one_pseudonymous_participant_per_platform_id():
     study, recruitment = recruiting_study()
-    first = participant_enter(recruitment=recruitment, platform_id="5f1a", session_id="S1")
-    again = participant_enter(recruitment=recruitment, platform_id="5f1a", session_id="S2")
-    other = participant_enter(recruitment=recruitment, platform_id="6b2c")
+    first = participant_enter(
+        recruitment=recruitment, platform_id="5f1a", session_id="S1"
+    ).participant
+    again = participant_enter(
+        recruitment=recruitment, platform_id="5f1a", session_id="S1"
+    ).participant
+    other = participant_enter(recruitment=recruitment, platform_id="6b2c").participant
     assert first.pk == again.pk != other.pk
     assert Participant.objects.filter(study=study).count() == 2
     user = first.user
@@ -70,21 +75,23 @@ def test_entry_makes_one_pseudonymous_participant_per_platform_id():
 
 def test_the_link_admits_at_most_max_participants_but_returning_ones_continue():
     _, recruitment = recruiting_study(max_participants=2)
-    a = participant_enter(recruitment=recruitment, platform_id="a")
+    a = participant_enter(recruitment=recruitment, platform_id="a").participant
     participant_enter(recruitment=recruitment, platform_id="b")
     with pytest.raises(ValidationError, match="all the participants"):
         participant_enter(recruitment=recruitment, platform_id="c")
-    assert participant_enter(recruitment=recruitment, platform_id="a").pk == a.pk
+    entry = participant_enter(recruitment=recruitment, platform_id="a", same_browser=True)
+    assert entry.participant.pk == a.pk
     assert Participant.objects.count() == 2
 
 
 def test_a_closed_link_or_a_stopped_study_takes_no_one_new():
     study, recruitment = recruiting_study()
-    known = participant_enter(recruitment=recruitment, platform_id="known")
+    known = participant_enter(recruitment=recruitment, platform_id="known").participant
     recruitment = recruitment_update(study=study, is_open=False)
     with pytest.raises(ValidationError, match="not taking"):
         participant_enter(recruitment=recruitment, platform_id="new")
-    assert participant_enter(recruitment=recruitment, platform_id="known").pk == known.pk
+    returning = participant_enter(recruitment=recruitment, platform_id="known", same_browser=True)
+    assert returning.participant.pk == known.pk
     recruitment = recruitment_update(study=study, is_open=True)
     study_set_status(study=study, status=Study.Status.CLOSED)
     with pytest.raises(ValidationError, match="not taking"):
@@ -100,13 +107,14 @@ def test_a_bad_platform_id_is_refused():
 def test_declining_consent_ends_the_visit_and_agreeing_keeps_the_answers():
     _, recruitment = recruiting_study()
     no = participant_consent(
-        participant=participant_enter(recruitment=recruitment, platform_id="no"), agree=False
+        participant=participant_enter(recruitment=recruitment, platform_id="no").participant,
+        agree=False,
     )
     assert no.status == Status.DECLINED
     assert no.ended_at is not None
     assert no.has_ended
     yes = participant_consent(
-        participant=participant_enter(recruitment=recruitment, platform_id="yes"),
+        participant=participant_enter(recruitment=recruitment, platform_id="yes").participant,
         agree=True,
         answers={"age": 30},
     )
@@ -119,7 +127,7 @@ def test_declining_consent_ends_the_visit_and_agreeing_keeps_the_answers():
 def test_training_at_the_threshold_qualifies_below_it_screens_out():
     _, recruitment = recruiting_study(qualification_threshold=0.5)
     golds = list(GoldAnswer.objects.filter(use="training").order_by("item__position"))
-    half = participant_enter(recruitment=recruitment, platform_id="half")
+    half = participant_enter(recruitment=recruitment, platform_id="half").participant
     participant_consent(participant=half, agree=True)
     right = participant_training_answer(participant=half, gold=golds[0], value=TRAINING_ANSWER)
     wrong = participant_training_answer(participant=half, gold=golds[1], value="neutral")
@@ -132,7 +140,7 @@ def test_training_at_the_threshold_qualifies_below_it_screens_out():
     half = participant_training_finish(participant=half)
     assert (half.status, half.training_score, half.code_issued) == (Status.QUALIFIED, 0.5, "")
 
-    none = participant_enter(recruitment=recruitment, platform_id="none")
+    none = participant_enter(recruitment=recruitment, platform_id="none").participant
     participant_consent(participant=none, agree=True)
     with pytest.raises(ValidationError, match="every training item"):
         participant_training_finish(participant=none)
@@ -148,7 +156,7 @@ def test_training_at_the_threshold_qualifies_below_it_screens_out():
 
 def test_an_attention_check_is_no_training_item():
     _, recruitment = recruiting_study()
-    participant = participant_enter(recruitment=recruitment, platform_id="p")
+    participant = participant_enter(recruitment=recruitment, platform_id="p").participant
     participant_consent(participant=participant, agree=True)
     check = GoldAnswer.objects.filter(use="check").first()
     with pytest.raises(ValidationError, match="not a training item"):
@@ -157,7 +165,7 @@ def test_an_attention_check_is_no_training_item():
 
 def test_a_study_without_training_qualifies_everyone():
     _, recruitment = recruiting_study(n_training=0)
-    participant = participant_enter(recruitment=recruitment, platform_id="p")
+    participant = participant_enter(recruitment=recruitment, platform_id="p").participant
     participant_consent(participant=participant, agree=True)
     assert participant_training_finish(participant=participant).status == Status.QUALIFIED
 
@@ -189,10 +197,9 @@ def test_packages_spread_items_and_respect_the_overlap():
     ]
     assert len(items[0]) == len(items[1]) == 3
     assert not items[0] & items[1]
-    third = qualified(recruitment, "c")
-    with pytest.raises(ValidationError, match="all the answers it needs"):
-        participant_start_work(participant=third)
-    assert Participant.objects.get(pk=third.pk).status == Status.QUALIFIED
+    with pytest.raises(StudyFullError):  # no work left: refused before consent
+        qualified(recruitment, "c")
+    assert not Participant.objects.filter(platform_id="c").exists()
 
 
 def test_filling_queues_for_staff_leaves_participants_packages_alone():

@@ -53,7 +53,7 @@ def study_of(kind: str, **settings):
 
 
 def consented(recruitment, pid: str = "P1") -> Participant:
-    participant = participant_enter(recruitment=recruitment, platform_id=pid)
+    participant = participant_enter(recruitment=recruitment, platform_id=pid).participant
     return participant_consent(participant=participant, agree=True)
 
 
