@@ -68,7 +68,7 @@ def time_spent_field() -> serializers.IntegerField:
 
 
 def id_filter_field(help_text: str) -> serializers.IntegerField:
-    """An optional id in a query string: a positive 64-bit integer."""
+    """An optional id in a query string: a 64-bit integer from 0 (0 names nothing)."""
     return serializers.IntegerField(
-        required=False, min_value=1, max_value=MAX_ID, help_text=help_text
+        required=False, min_value=0, max_value=MAX_ID, help_text=help_text
     )

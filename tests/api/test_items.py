@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+from django.utils import timezone
+
 from apps.annotations.models import Assignment
 from apps.items.models import Item
 from tests.factories import ItemFactory, running_study
 
 
 def test_annotator_sees_only_assigned_items_manager_sees_all(db, client_for) -> None:
+    """An annotator lists the items they answered, never the work ahead (its attention checks
+    would stand out); a manager every item."""
     study, annotators = running_study(n_items=6, n_annotators=3, overlap=1)
     annotator = annotators[0]
-    mine = set(Assignment.objects.filter(annotator=annotator).values_list("item_id", flat=True))
+    assigned = Assignment.objects.filter(annotator=annotator)
+    mine = set(assigned.values_list("item_id", flat=True))
     assert 0 < len(mine) < 6
+    assert client_for(annotator).get(f"/api/studies/{study.pk}/items/").data["count"] == 0
+    assigned.update(completed_at=timezone.now())
     listed = client_for(annotator).get(f"/api/studies/{study.pk}/items/").data
     assert {item["id"] for item in listed["results"]} == mine
     assert listed["count"] == len(mine)

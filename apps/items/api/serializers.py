@@ -9,7 +9,10 @@ from apps.items.models import Item
 
 
 class ItemSerializer(serializers.ModelSerializer):
-    """An item as shown to annotators; its import metadata stays out of the API."""
+    """An item as shown to annotators: what they need to answer it, nothing that tells one item
+    from another beyond that. Its external id and queue position stay out (attention checks
+    were spotted by them: imported last, they had the highest positions), as does its import
+    metadata."""
 
     # A string, not a URLField: an item without a URL has "" here, which is no URI (schema).
     url = serializers.CharField(
@@ -21,7 +24,7 @@ class ItemSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Item
-        fields = ["id", "external_id", "kind", "text", "url", "media", "position"]
+        fields = ["id", "kind", "text", "url", "media"]
         read_only_fields = fields
 
     @extend_schema_field(serializers.URLField(allow_null=True))
@@ -30,6 +33,14 @@ class ItemSerializer(serializers.ModelSerializer):
             return None
         request = self.context.get("request")
         return request.build_absolute_uri(item.media_url) if request else item.media_url
+
+
+class ManagedItemSerializer(ItemSerializer):
+    """An item as its study's managers see it: with its external id and queue position."""
+
+    class Meta(ItemSerializer.Meta):
+        fields = ["id", "external_id", "kind", "text", "url", "media", "position"]
+        read_only_fields = fields
 
 
 class ImportSummarySerializer(serializers.Serializer):

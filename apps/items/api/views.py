@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
@@ -11,7 +11,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
 
-from apps.items.api.serializers import ImportSummarySerializer, ItemSerializer
+from apps.items.api.serializers import (
+    ImportSummarySerializer,
+    ItemSerializer,
+    ManagedItemSerializer,
+)
 from apps.items.models import Item
 from apps.items.services import items_bulk_create
 from apps.studies.api.permissions import InStudyMixin, IsStudyManagerOrReadOnly
@@ -36,11 +40,31 @@ ITEM_ROWS_SCHEMA = {
 _ROWS = serializers.ListField(child=serializers.DictField())
 
 
-class ItemViewSet(InStudyMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSet):
-    """Managers see all of the study's items; annotators only the items assigned to them."""
+def _item_for_role(*, many: bool) -> PolymorphicProxySerializer:
+    """The schema of an item in the answer: as managers or as annotators see it."""
+    return PolymorphicProxySerializer(
+        component_name="ItemForRole",
+        serializers=[ManagedItemSerializer, ItemSerializer],
+        resource_type_field_name=None,
+        many=many,
+    )
 
-    serializer_class = ItemSerializer
+
+@extend_schema_view(
+    list=extend_schema(responses=_item_for_role(many=True)),
+    retrieve=extend_schema(responses=_item_for_role(many=False)),
+)
+class ItemViewSet(InStudyMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSet):
+    """Managers see every item of the study with its external id and position; annotators see
+    the items they have answered, as the queue showed them (not their package ahead: its
+    attention checks would stand out)."""
+
     permission_classes = [IsAuthenticated, IsStudyManagerOrReadOnly]
+
+    def get_serializer_class(self) -> type[ItemSerializer]:
+        if getattr(self, "swagger_fake_view", False) or self.study.role == Membership.Role.MANAGER:
+            return ManagedItemSerializer
+        return ItemSerializer
 
     def get_queryset(self) -> QuerySet[Item]:
         if getattr(self, "swagger_fake_view", False):
@@ -48,7 +72,9 @@ class ItemViewSet(InStudyMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin
         items = self.study.items.all()
         if self.study.role == Membership.Role.MANAGER:
             return items
-        return items.filter(assignments__annotator=self.request.user).distinct()
+        return items.filter(
+            assignments__annotator=self.request.user, assignments__completed_at__isnull=False
+        ).distinct()
 
     @extend_schema(
         request={"application/json": ITEM_ROWS_SCHEMA},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -58,12 +60,28 @@ def test_participants_see_neither_gold_answers_nor_other_packages():
     client = APIClient()
     client.force_authenticate(mine.user)
     assert client.get(gold_url(study)).status_code == 403
-    items = {
-        i["external_id"] for i in client.get(f"/api/studies/{study.pk}/items/").json()["results"]
-    }
-    own = set(mine.user.assignments.values_list("item__external_id", flat=True))
-    other = set(theirs.user.assignments.values_list("item__external_id", flat=True))
+    listed = client.get(f"/api/studies/{study.pk}/items/").json()["results"]
+    assert listed == []  # the package ahead is not listed: its checks would stand out
+    own = set(mine.user.assignments.values_list("item_id", flat=True))
+    other = set(theirs.user.assignments.values_list("item_id", flat=True))
     assert other - own  # the other package holds items this participant must not see
-    assert items == own
+    first = mine.user.assignments.order_by("position").first()
+    entry = client.get(f"/api/studies/{study.pk}/next/").json()
+    assert entry["assignment"] == first.pk
+    assert set(entry["item"]) == {"id", "kind", "text", "url", "media"}  # no position, no name
+    question = study.questions.get()
+    client.post(
+        "/api/annotations/",
+        {
+            "assignment": first.pk,
+            "answers": {question.key: "neutral"},
+            "idempotency_key": str(uuid.uuid4()),
+        },
+        format="json",
+    )
+    listed = client.get(f"/api/studies/{study.pk}/items/").json()["results"]
+    assert [item["id"] for item in listed] == [first.item_id]  # what they answered
+    assert "position" not in listed[0]
+    assert "external_id" not in listed[0]
     annotations = client.get("/api/annotations/", {"study": study.pk}).json()["results"]
-    assert annotations == []
+    assert [a["item"] for a in annotations] == [first.item_id]  # their own answer only
