@@ -128,3 +128,17 @@ def test_the_manager_page_warns_when_the_link_has_no_work_to_give(client):
     client.force_login(study.created_by)
     html = client.get(page("manage", study)).content.decode()
     assert "no work left" in html.lower()
+
+
+def test_participant_pages_carry_no_staff_chrome(client):
+    study, recruitment = recruiting_study(consent_text="Agree?")
+    client.get(prolific(recruitment))
+    participant = Participant.objects.get()
+    html = client.get(page("consent", study)).content.decode()
+    assert "API tokens" not in html
+    assert "My studies" not in html
+    assert participant.user.username not in html  # their pseudonymous account name
+    assert study.name in html
+    staff = Client()
+    staff.force_login(study.created_by)
+    assert "API tokens" in staff.get("/").content.decode()
