@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.continuous.config import trace_settings
 from apps.continuous.selectors import green_signal_for_item
 from apps.items.uploads import UploadLimits, limit_uploads
+from apps.preferences.models import clean_pairwise_settings
 from apps.recruitment.forms import (
     OUTCOME_NAMES,
     GoldSignalForm,
@@ -293,6 +294,10 @@ def training(request: HttpRequest, study_id: int) -> HttpResponse:
         "trace": _trace_config(shown_gold) if form is not None else None,
         "progress": training_progress(participant=participant),
         "resume_code": request.session.get(RESUME_KEY, ""),
+        # the task's own answer controls (label buttons with their keys; the pair's buttons)
+        "labels": list(shown_gold.question.labels.all()),
+        "strict": shown_gold.question.kind == Question.Kind.PAIRWISE
+        and clean_pairwise_settings(shown_gold.question.settings).strict,
     }
     status = form.http_status if form is not None else 200
     return render(request, "recruitment/training.html", context, status=status)
