@@ -123,6 +123,12 @@ def _context(
         item = get_object_or_404(study.items, pk=current_id)
         panel = _panel(question, found, item)
     labels = list(question.labels.order_by("position", "id"))
+    listed = disputed[:LISTED]
+    names = dict(  # the items' own names, as every other page shows them (not database ids)
+        study.items.filter(pk__in=[row["item_id"] for row in listed]).values_list(
+            "pk", "external_id"
+        )
+    )
     is_manager = study.role == Membership.Role.MANAGER  # type: ignore[attr-defined]
     rule = overlap_rule(question=question)
     return {
@@ -131,7 +137,7 @@ def _context(
         "questions": categorical_questions(study=study),
         "labels": [{"label": label, "key": str(n)} for n, label in enumerate(labels[:9], 1)]
         + [{"label": label, "key": ""} for label in labels[9:]],
-        "disputed": disputed[:LISTED],
+        "disputed": [{**row, "name": names.get(row["item_id"], "")} for row in listed],
         "n_disputed": len(disputed),
         "n_open": sum(not row["adjudicated"] for row in disputed),
         "panel": panel,

@@ -68,12 +68,12 @@ def test_reviewer_adjudicates_by_keyboard(open_page, sign_in, screenshot, disput
     # until the page has loaded, htmx has not taken over its forms and a key submits natively
     page.wait_for_url("**/adjudicate/**")  # waits for the "load" event too
     first = page.locator("#current-heading")
-    expect(first).to_contain_text(f"Item #{items[0].pk}")
+    expect(first).to_contain_text(f"Item {items[0].external_id}")
     expect(page.locator("[data-majority]")).to_contain_text("Positive")
     screenshot(page, "adjudication-page")
     page.evaluate("window.__sameDocument = 'yes'")
     page.keyboard.press("1")  # final label: negative
-    expect(first).to_contain_text(f"Item #{items[1].pk}")
+    expect(first).to_contain_text(f"Item {items[1].external_id}")
     page.keyboard.press("a")
     page.keyboard.type("Sarcasm: both readings hold.")
     page.keyboard.press("Control+Enter")
@@ -94,5 +94,5 @@ def test_adjudication_without_javascript(open_page, sign_in, disputed_study):
     sign_in(page, reviewer.username)
     page.goto(f"/studies/{study.pk}/adjudicate/sentiment/")
     page.get_by_role("button", name="Positive").click()
-    expect(page.locator("#current-heading")).to_contain_text(f"Item #{items[1].pk}")
+    expect(page.locator("#current-heading")).to_contain_text(f"Item {items[1].external_id}")
     assert Adjudication.objects.get().label.key == "positive"

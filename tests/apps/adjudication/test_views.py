@@ -30,7 +30,9 @@ def test_page_shows_the_most_disputed_item_with_answers_and_suggestion(client, d
     client.force_login(disputed.reviewer)
     html = client.get(page_url(disputed)).content.decode()
     tie_item = disputed.items[3]
-    assert f"Item #{tie_item.pk}" in html  # the 2-2 tie comes first
+    assert f"Item {tie_item.external_id}<" in html  # the 2-2 tie comes first
+    assert f">{tie_item.external_id}</a>" in html  # listed by name, as every page names it
+    assert f">#{tie_item.pk}<" not in html  # not by database id
     assert "<strong>tie</strong> between Negative, Positive" in html
     for user in disputed.annotators:
         assert user.username in html
@@ -48,7 +50,7 @@ def test_posting_a_label_records_it_and_moves_to_the_next_item(client, disputed)
     assert (adjudication.item, adjudication.label.key) == (tie_item, "positive")
     assert adjudication.suggestion["tied"] == ["negative", "positive"]
     html = client.get(page_url(disputed)).content.decode()
-    assert f"Item #{disputed.items[1].pk}" in html  # the next undecided, most disputed
+    assert f"Item {disputed.items[1].external_id}<" in html  # the next undecided, most disputed
 
 
 def test_htmx_gets_the_workspace_and_an_ambiguous_item_needs_a_note(client, disputed):
@@ -58,7 +60,7 @@ def test_htmx_gets_the_workspace_and_an_ambiguous_item_needs_a_note(client, disp
         page_url(disputed), {"item": item.pk, "ambiguous": "1", "note": ""}, HTTP_HX_REQUEST="true"
     )
     assert refused.status_code == 422
-    assert f"Item #{item.pk}" in refused.content.decode()  # the same item, with the error
+    assert f"Item {item.external_id}<" in refused.content.decode()  # the same item, with the error
     assert not Adjudication.objects.exists()
     done = client.post(
         page_url(disputed),
