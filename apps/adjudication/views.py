@@ -40,6 +40,7 @@ from apps.adjudication.services import (
 from apps.annotations.exporting import provenance_json
 from apps.exchange.formats import FORMATS
 from apps.items.models import Item
+from apps.items.selectors import DISPUTED
 from apps.studies.access import adjudicated_study, managed_study
 from apps.studies.models import Membership, Question, Study
 
@@ -146,6 +147,7 @@ def _context(
         "rule": rule,
         "rule_form": OverlapRuleForm(instance=rule, question=question) if is_manager else None,
         "n_excluded": len(found.left_out),
+        "disputed_means": DISPUTED,
     }
 
 

@@ -28,6 +28,7 @@ from django.db.models.functions import Coalesce
 from django.db.models.lookups import GreaterThanOrEqual, LessThanOrEqual
 
 from analytics.models import Flag
+from analytics.selectors import active_exclusions
 from apps.adjudication.models import PredictedDisagreement
 from apps.annotations.models import Annotation
 from apps.items.models import Item
@@ -86,12 +87,11 @@ def _figures(study: Study) -> dict[str, Any]:
             Q(item_a=OuterRef("pk")) | Q(item_b=OuterRef("pk")), retraction__isnull=True
         ).data()
         answers = answers + _count(judged)
-    labelled = Annotation.objects.filter(
-        item=OuterRef("item"), question=OuterRef("question"), current_revision__label__isnull=False
-    ).exclude(current_revision__label=OuterRef("current_revision__label"))
-    disputed = Annotation.objects.filter(
-        Exists(labelled), item=OuterRef("pk"), current_revision__label__isnull=False
+    counted = _counted_labels(study)
+    labelled = counted.filter(item=OuterRef("item"), question=OuterRef("question")).exclude(
+        current_revision__label=OuterRef("current_revision__label")
     )
+    disputed = counted.filter(Exists(labelled), item=OuterRef("pk"))
     flags = Flag.objects.filter(
         question=OuterRef("question"), annotator=OuterRef("annotator"), active=True
     ).exclude(status=Flag.Status.DISMISSED)
@@ -104,11 +104,27 @@ def _figures(study: Study) -> dict[str, Any]:
     }
 
 
+DISPUTED = (
+    "two counted answers of one question with different labels (first-round answers; the "
+    "excluded annotators' answers do not count), as on the adjudication page"
+)
+"""What *disputed* means on every page: the items list's filter and column, and adjudication
+(:func:`apps.adjudication.selectors.disputed_items` on the curated aggregates)."""
+
+
+def _counted_labels(study: Study) -> QuerySet[Annotation]:
+    """The labelled answers that count for agreement: live, first round, not by an annotator
+    the study excluded (the answers adjudication aggregates)."""
+    return Annotation.objects.filter(
+        question__study=study, round=1, current_revision__label__isnull=False
+    ).exclude(annotator_id__in=active_exclusions(study=study).values("annotator_id"))
+
+
 def _disputed_item_ids(study: Study) -> QuerySet[Any, Any]:
-    """Ids of the study's items with two live answers of one question whose labels differ
-    (the ``disputed`` of :func:`_figures`, for every item at once)."""
+    """Ids of the study's disputed items (:data:`DISPUTED`; the ``disputed`` of
+    :func:`_figures`, for every item at once)."""
     return (
-        Annotation.objects.filter(question__study=study, current_revision__label__isnull=False)
+        _counted_labels(study)
         .values("item_id", "question_id")
         .annotate(labels=Count("current_revision__label", distinct=True))
         .filter(labels__gt=1)

@@ -22,6 +22,7 @@ from apps.items.forms import ItemImportForm, ItemListForm
 from apps.items.importing import ItemImportError
 from apps.items.media import media_response
 from apps.items.selectors import (
+    DISPUTED,
     ItemFilter,
     item_neighbours,
     items_listed,
@@ -132,6 +133,7 @@ def item_list(request: HttpRequest, study_id: int) -> HttpResponse:
         "form": form,
         "page": page,
         "rows": rows,
+        "disputed_means": DISPUTED,
         "list_params": params,
         "list_query": urlencode(params),
     }

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from analytics.models import Flag
-from apps.annotations.models import Assignment
+from apps.annotations.models import Annotation, Assignment
 from apps.annotations.services import annotations_submit
 from apps.items.models import Item
 from apps.studies.models import Label
@@ -118,3 +118,31 @@ def test_the_list_is_for_managers_only(client, listed, outsider):
     for user, status in ((annotator, 403), (outsider, 404)):
         client.force_login(user)
         assert client.get(reverse("items:list", args=[study.pk])).status_code == status
+
+
+def test_disputed_means_what_adjudication_means(client, listed):
+    """One definition on both pages: two counted answers (first round, annotators not excluded)
+    of one question with different labels. An excluded annotator's answer no longer disputes
+    an item in the list (about 20 items against adjudication's 1 on a real study)."""
+    from analytics.services import annotator_exclude
+    from apps.adjudication.selectors import curated_aggregates, disputed_items
+
+    study, _items = listed
+    client.force_login(study.created_by)
+    question = study.questions.get()
+
+    def adjudication() -> list[int]:
+        found = curated_aggregates(question=question)  # as the adjudication page reads
+        return [row["item_id"] for row in disputed_items(aggregates=found)]
+
+    disputed = Item.objects.get(study=study, external_id="item-00")
+    assert _ids(client, study, disputed="on") == ["item-00"]
+    assert adjudication() == [disputed.pk]
+    dissenter = Annotation.objects.get(item=disputed, current_revision__label__key="negative")
+    annotator_exclude(
+        study=study, annotator=dissenter.annotator, by=study.created_by, reason="random"
+    )
+    assert adjudication() == []
+    assert _ids(client, study, disputed="on") == []
+    page = client.get(reverse("items:list", args=[study.pk])).content.decode()
+    assert "excluded annotators" in page  # the definition is stated where the filter is
