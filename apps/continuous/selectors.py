@@ -462,17 +462,38 @@ def trace_assignments(*, annotator: Account, question: Question) -> QuerySet[Ass
     )
 
 
+def _traceable(prefix: str = "") -> Q:
+    """Items that can be traced: audio, video, or a gold item naming a known signal
+    (``prefix``: the path to the item, e.g. ``"item__"``)."""
+    return Q(**{f"{prefix}kind__in": MEDIA_KINDS}) | Q(**{f"{prefix}metadata__has_key": "signal"})
+
+
 def overlay_items(*, question: Question) -> list[Item]:
-    """The items of the question's study in queue order: the choices of the traces page."""
-    return list(Item.objects.filter(study_id=question.study_id).order_by("position", "id"))
+    """The choices of the traces page: the study's traceable items in queue order (a text
+    item has no trace to overlay)."""
+    return list(
+        Item.objects.filter(_traceable(), study_id=question.study_id).order_by("position", "id")
+    )
+
+
+def first_traced_item(*, question: Question, items: list[Item]) -> Item | None:
+    """The item the traces page opens on: the first of ``items`` with a finished trace of the
+    question, else the first of them."""
+    traced = set(
+        TraceRecording.objects.filter(question=question, status="finished").values_list(
+            "item_id", flat=True
+        )
+    )
+    return next((item for item in items if item.pk in traced), items[0] if items else None)
 
 
 def traceable_assignments(*, annotator: Account, question: Question) -> QuerySet:
     """The annotator's assignments in the question's study whose item can be traced: audio,
     video, or a gold item naming a known signal; in queue order."""
-    playable = Q(item__kind__in=MEDIA_KINDS) | Q(item__metadata__has_key="signal")
     return (
-        Assignment.objects.filter(playable, study_id=question.study_id, annotator=annotator)
+        Assignment.objects.filter(
+            _traceable("item__"), study_id=question.study_id, annotator=annotator
+        )
         .select_related("item")
         .order_by("round", "position", "id")
     )

@@ -15,6 +15,7 @@ from apps.continuous.selectors import (
     MEDIA_KINDS,
     calibration_report,
     continuous_questions,
+    first_traced_item,
     green_signal_for_item,
     has_trace,
     item_overlay,
@@ -107,9 +108,8 @@ def traces(request: HttpRequest, study_id: int, question_key: str) -> HttpRespon
     question = _question(managed_study(request, study_id), question_key)
     settings = trace_settings(question)
     items = overlay_items(question=question)
-    chosen = next(
-        (i for i in items if str(i.pk) == request.GET.get("item")), items[0] if items else None
-    )
+    chosen = next((i for i in items if str(i.pk) == request.GET.get("item")), None)
+    chosen = chosen or first_traced_item(question=question, items=items)
     shown = item_overlay(question=question, item=chosen) if chosen else None
     context = {
         "study": question.study,

@@ -382,3 +382,23 @@ def test_home_and_overview_link_the_trace_pages(client, trace_study):
     client.force_login(ts.study.created_by)
     html = client.get(reverse("studies:overview", args=[ts.study.pk])).content.decode()
     assert reverse("continuous:traces", args=[ts.study.pk, "arousal"]) in html
+
+
+def test_the_traces_page_opens_on_the_first_item_with_traces(client, trace_study):
+    """It opened on the study's first item, a text item with nothing to overlay, and said "No
+    items with a known duration or a finished trace yet" beside ten finished traces."""
+    from django.db.models import F
+    from django.urls import reverse
+
+    from apps.items.models import Item
+    from tests.factories import ItemFactory
+
+    ts = trace_study
+    Item.objects.filter(study=ts.study).update(position=F("position") + 10)
+    text = ItemFactory(study=ts.study, kind=Item.Kind.TEXT, text="A sentence.", position=0)
+    ts.trace_gold(ts.annotators[0], lambda t: 0.5 + 0.4 * np.sin(t / 3.0))
+    client.force_login(ts.study.created_by)
+    page = client.get(reverse("continuous:traces", args=[ts.study.pk, "arousal"]))
+    assert page.context["chosen"] == ts.gold_item  # the item with a finished trace
+    assert text not in page.context["items"]  # nothing to trace on a text item
+    assert "No items" not in page.content.decode()
