@@ -123,6 +123,12 @@ def annotator_progress(*, annotator: Account, study: Study) -> dict[str, int]:
     return {"done": done, "total": total, "percent": round(100 * done / total) if total else 0}
 
 
+def study_has_answers(*, study: Study) -> bool:
+    """Whether anyone answered a queue or trace question of the study (what the downloads
+    of the overview hold)."""
+    return Annotation.objects.filter(question__study=study).exists()
+
+
 def study_progress(*, study: Study) -> QuerySet:
     """Per annotator: username, assigned, done, repeats and median-free mean time spent."""
     return (

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from apps.adjudication.forms import PredictedOverlapForm
 from apps.adjudication.selectors import disagreement_forecasts, with_predicted_disagreement
-from apps.annotations.selectors import item_coverage, study_progress
+from apps.annotations.selectors import item_coverage, study_has_answers, study_progress
 from apps.studies.access import managed_study
 from apps.studies.forms import QuestionEditor, StudyForm, StudyStatusForm
 from apps.studies.kinds import kind_choices, question_kind, queue_kinds
@@ -113,6 +113,8 @@ def study_overview(request: HttpRequest, study_id: int) -> HttpResponse:
         "questions": study.questions.prefetch_related("labels"),
         "progress": study_progress(study=study),
         "status_message": STATUS_MESSAGES[study.status],
+        "has_answers": study_has_answers(study=study),
+        "pseudonyms": request.GET.get("annotators") == "pseudonyms",
         "forecasts": forecasts,
         "overlap_form": PredictedOverlapForm(
             initial={

@@ -46,6 +46,8 @@ def test_annotator_home_shows_progress_and_continue(client, study_setup):
     assert "an annotator" in html
     assert "0 of 6 done" in html
     assert reverse("annotations:queue", args=[study.pk]) in html
+    prompt = study.questions.get().prompt
+    assert f"Start labelling: {prompt}" in html  # the button names its task
     assert "New study" not in html
     assert f'href="{overview_url(study)}"' not in html
 
@@ -108,9 +110,34 @@ def test_overview_shows_progress_coverage_and_downloads(client, study_setup, man
         assert annotator.username in html
     assert "0 of 6 done" in html  # each annotator's bar
     assert study.items.first().external_id in html
-    assert reverse("annotations:export", args=[study.pk, "csv"]) in html
-    assert reverse("annotations:export", args=[study.pk, "jsonl"]) + "?history=1" in html
     assert "Close study" in html
+    # no answers yet: no download buttons, one sentence instead (an empty draft showed 15)
+    assert reverse("annotations:export", args=[study.pk, "csv"]) not in html
+    assert "No answers yet" in html
+
+
+def test_overview_downloads_follow_the_annotator_naming_choice(client, study_setup, manager):
+    from apps.annotations.models import Assignment
+    from apps.annotations.services import annotations_submit
+
+    study, (annotator, *_) = study_setup
+    question = study.questions.get()
+    annotations_submit(
+        annotator=annotator,
+        assignment=Assignment.objects.filter(annotator=annotator).first(),
+        answers={question: question.labels.first().key},
+        idempotency_key=__import__("uuid").uuid4(),
+    )
+    client.force_login(manager)
+    html = client.get(overview_url(study)).content.decode()
+    assert reverse("annotations:export", args=[study.pk, "csv"]) + '"' in html
+    assert reverse("annotations:export", args=[study.pk, "jsonl"]) + "?history=1" in html
+    named = client.get(overview_url(study), {"annotators": "pseudonyms"}).content.decode()
+    export = reverse("annotations:export", args=[study.pk, "csv"])
+    assert f'{export}?annotators=pseudonyms"' in named  # no address to edit by hand
+    assert f"{export}?history=1&amp;annotators=pseudonyms" in named
+    huggingface = reverse("annotations:export_huggingface", args=[study.pk])
+    assert f'{huggingface}?annotators=pseudonyms"' in named
 
 
 def test_coverage_is_paginated_and_htmx_gets_the_fragment(client, manager, study_setup):
