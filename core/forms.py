@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -61,3 +62,36 @@ class ServiceFormMixin(forms.BaseForm):
             field = name if name in self.fields else None
             for message in messages:
                 self.add_error(field, prefix + message)
+
+
+class JSONTextField(forms.Field):
+    """JSON typed in a text box, an object or a list (``shape``); a syntax error names its
+    line and column (Django's JSONField says only "Enter a valid JSON.")."""
+
+    widget = forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "mono"})
+
+    def __init__(self, *, shape: type[dict] | type[list], example: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.shape, self.example = shape, example
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, self.shape):
+            return value
+        text = str(value or "").strip()
+        if not text:
+            return self.shape()
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(
+                f"Line {exc.lineno}, column {exc.colno}: {exc.msg}.", code="invalid"
+            ) from None
+        if not isinstance(data, self.shape):
+            what = "an object in braces" if self.shape is dict else "a list in brackets"
+            raise ValidationError(f"Give {what}, e.g. {self.example}.", code="invalid")
+        return data
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, dict | list):
+            return json.dumps(value, indent=2) if value else ""
+        return value

@@ -12,7 +12,7 @@ from apps.recruitment.models import GoldAnswer, Recruitment
 from apps.recruitment.questionnaire import questionnaire_form_class
 from apps.recruitment.services import GOLD_USE_NONE, RECRUITMENT_FIELDS
 from apps.studies.models import Question
-from core.forms import ServiceFormMixin
+from core.forms import JSONTextField, ServiceFormMixin
 
 
 class RecruitmentForm(ServiceFormMixin, forms.ModelForm):
@@ -24,6 +24,13 @@ class RecruitmentForm(ServiceFormMixin, forms.ModelForm):
         assume_scheme="https",
         help_text=Recruitment._meta.get_field("completion_url").help_text
         + " Empty on Prolific: its standard completion address.",
+    )
+
+    questionnaire = JSONTextField(
+        shape=list,
+        example='[{"name": "age", "label": "Your age", "type": "integer", "min": 18}]',
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false", "class": "mono"}),
     )
 
     class Meta:

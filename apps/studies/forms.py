@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -14,7 +13,7 @@ from django.template.loader import render_to_string
 from apps.studies.kinds import QUALITY, QuestionKind, clean_question_settings, own_settings
 from apps.studies.models import RESERVED_SHORTCUTS, Label, Question, Study
 from apps.studies.selectors import label_answer_counts
-from core.forms import ServiceFormMixin
+from core.forms import JSONTextField, ServiceFormMixin
 
 T = TypeVar("T")
 LABEL_FIELDS = ("key", "name", "shortcut", "valence", "arousal")
@@ -46,31 +45,6 @@ class StudyStatusForm(forms.Form):
     status = forms.ChoiceField(choices=Study.Status.choices)
 
 
-class JSONObjectField(forms.Field):
-    """A JSON object typed in a text box; a syntax error names its line and column."""
-
-    widget = forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "mono"})
-
-    def to_python(self, value: Any) -> dict[str, Any]:
-        text = str(value or "").strip()
-        if not text:
-            return {}
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValidationError(
-                f"Line {exc.lineno}, column {exc.colno}: {exc.msg}.", code="invalid"
-            ) from None
-        if not isinstance(data, dict):
-            raise ValidationError('Give an object in braces, e.g. {"quality": {...}}.')
-        return data
-
-    def prepare_value(self, value: Any) -> Any:
-        if isinstance(value, dict):
-            return json.dumps(value, indent=2) if value else ""
-        return value
-
-
 class QuestionForm(ServiceFormMixin, forms.Form):
     """The fields every question has, plus "ordered" for kinds with a label scale and the
     advanced box: settings typed as JSON (merged over the kind's settings form)."""
@@ -90,7 +64,9 @@ class QuestionForm(ServiceFormMixin, forms.Form):
         help_text="The labels go from low to high in the order of the rows (a Likert scale): "
         "agreement then counts near misses as partly right.",
     )
-    advanced = JSONObjectField(
+    advanced = JSONTextField(
+        shape=dict,
+        example='{"quality": {...}}',
         label="Advanced settings (JSON)",
         required=False,
         help_text='A JSON object merged over the fields above, e.g. {"quality": {...}}: this '

@@ -218,6 +218,9 @@ def test_manager_page_saves_settings_and_lists_participants(client):
     assert (recruitment.platform, recruitment.max_participants) == ("mturk", 9)
     bad = client.post(page("manage", study), {**data, "questionnaire": '[{"name": "x"}]'})
     assert bad.status_code == 422
+    typo = client.post(page("manage", study), {**data, "questionnaire": '[\n  {"name": "x",}\n]'})
+    assert typo.status_code == 422
+    assert "Line 2, column 16" in typo.content.decode()  # not only "Enter a valid JSON."
 
 
 def test_payment_csv_has_one_line_per_participant(client):
