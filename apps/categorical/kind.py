@@ -35,7 +35,7 @@ from apps.recruitment.indicators import (
     with_attention_floor,
 )
 from apps.studies.kinds import QuestionKind
-from apps.studies.models import Label, Question
+from apps.studies.models import Label, Question, shortcut_problem
 
 MAX_HISTOGRAM_BARS = 6
 #: The Dawid-Skene competence interval: replicates, each a SQUAREM-accelerated EM refit run to
@@ -102,7 +102,15 @@ class CategoricalKind(QuestionKind):
     preview_template = "categorical/preview.html"
 
     def preview_context(self, *, question: Question, labels: list[Label]) -> dict[str, Any]:
-        return {"labels": labels}
+        """The labels as the queue would draw them; a shortcut the queue would refuse (``s``,
+        ``u``, an unprintable key) is left off its button and named at once, as the save
+        would name it (it was drawn as typed and refused only on save)."""
+        problems = []
+        for n, label in enumerate(labels, start=1):
+            if problem := shortcut_problem(label.shortcut):
+                problems.append(f"Label {n} ({label.name}): {problem}")
+                label.shortcut = ""
+        return {"labels": labels, "shortcut_problems": problems}
 
     def clean_value(
         self, question: Question, value: Any, assignment: Assignment | None

@@ -335,10 +335,12 @@ class QuestionEditor:
             except ValidationError:
                 settings = kind.clean_settings({})
         prompt = self.form.data.get("prompt") if self.form.is_bound else None
+        ordered = self.form.data.get("ordered") if self.form.is_bound else None
         question = Question(
             kind=kind.key,
             prompt=prompt or self.form.initial.get("prompt") or "Your question",
             settings=settings,
+            ordered=bool(ordered) if self.form.is_bound else bool(self.form.initial.get("ordered")),
         )
         labels = []
         if self.labels is not None:

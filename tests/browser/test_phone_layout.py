@@ -63,3 +63,38 @@ def test_b_is_always_on_the_right(device, open_page, sign_in, screenshot):
     for button in page.locator(".compare-form__choices .label-button").all():
         assert button.bounding_box()["height"] >= TARGET
     assert page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"]
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+def test_a_five_point_scale_never_leaves_its_last_point_alone(
+    open_page, sign_in, screenshot, width
+):
+    """Five Likert labels laid out 4 + 1, the last alone and full width: a scale is one row of
+    equal buttons on a desktop, one column on a phone."""
+    from apps.studies.services import question_update
+    from tests.factories import running_study
+
+    study, (annotator, *_) = running_study(n_items=2, n_annotators=1)
+    question = study.questions.get()
+    points = ["Very negative", "Negative", "Neutral", "Positive", "Very positive"]
+    question_update(
+        question=question,
+        labels=[
+            {"key": f"p{n}", "name": name, "shortcut": str(n)}
+            for n, name in enumerate(points, start=1)
+        ],
+    )
+    page = open_page(viewport={"width": width, "height": 850})
+    sign_in(page, annotator.username)
+    page.goto(f"/studies/{study.pk}/annotate/")
+    buttons = page.locator(".label-button")
+    expect(buttons).to_have_count(5)
+    boxes = [buttons.nth(n).bounding_box() for n in range(5)]
+    screenshot(page, f"queue-likert-{width}")
+    tops = {round(b["y"]) for b in boxes}
+    widths = {round(b["width"]) for b in boxes}
+    if width > 640:
+        assert len(tops) == 1  # one row
+    else:
+        assert len(tops) == 5  # one column
+    assert max(widths) - min(widths) <= 2  # equal buttons: none stretched alone

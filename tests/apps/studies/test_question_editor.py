@@ -277,6 +277,16 @@ def test_preview_draws_the_annotators_controls_as_typed(client, study):
     assert "trace-recorder--horizontal" in html
 
 
+def test_preview_names_a_refused_shortcut_as_it_is_typed(client, study):
+    """'s' is the queue's skip key: the preview drew a label button with it and the error
+    came only on save."""
+    rows = [{"key": "joy", "name": "Joy", "shortcut": "s"}, {"key": "calm", "shortcut": "c"}]
+    html = preview(client, study, posted(rows=rows))
+    assert "Label 1 (Joy): &#x27;s&#x27; is kept for skip (s) and undo (u)." in html
+    assert 'data-shortcut="s"' not in html  # not drawn as a key the queue would refuse
+    assert 'data-shortcut="c"' in html
+
+
 # ---------- editing answered questions keeps the answers' meaning ----------
 
 
