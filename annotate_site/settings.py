@@ -274,6 +274,10 @@ UPLOAD_MAX_IMPORT_BYTES = int(os.environ.get("UPLOAD_MAX_IMPORT_BYTES", 50 * 102
 UPLOAD_MAX_MODEL_RUN_BYTES = int(os.environ.get("UPLOAD_MAX_MODEL_RUN_BYTES", 100 * 1024 * 1024))
 # Minutes a recruited arrival keeps its place without consenting (apps/recruitment/services.py)
 RECRUITMENT_RESERVATION_MINUTES = int(os.environ.get("RECRUITMENT_RESERVATION_MINUTES", 30))
+# Repeats (test-retest): at most this many per annotator, and never of a stimulus longer than
+# REPEAT_MAX_SECONDS (0: no limit) (apps/annotations/services.py)
+STUDY_MAX_REPEATS = int(os.environ.get("STUDY_MAX_REPEATS", 20))
+REPEAT_MAX_SECONDS = float(os.environ.get("REPEAT_MAX_SECONDS", 60))
 # Labels of one categorical question (core/limits.py; the quality state grows with its square)
 QUESTION_MAX_LABELS = int(os.environ.get("QUESTION_MAX_LABELS", 100))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024

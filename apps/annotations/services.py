@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Count, Exists, F, Max, OuterRef, Q
@@ -108,21 +109,67 @@ def assignments_fill(*, study: Study, overlap_for: Mapping[int, int] | None = No
         for a in chosen
     ]
     if study.repeat_rate > 0:
-        gap = max(5, len(items) // 4)
-        rng = random.Random(f"repeat-{study.pk}")
-        new += [
-            Assignment(
-                study=study,
-                item_id=a.item_id,
-                annotator_id=a.annotator_id,
-                round=2,
-                position=a.position + gap,
-            )
-            for a in new
-            if rng.random() < study.repeat_rate
-        ]
+        new += _repeats(study=study, new=new, gap=max(5, len(items) // 4))
     Assignment.objects.bulk_create(new, batch_size=2000, ignore_conflicts=True)
     return len(new)
+
+
+def repeats_expected(*, study: Study, items: int) -> int:
+    """How many of ``items`` new items one annotator is shown again (round 2): the repeat
+    rate's share, rounded, at most ``STUDY_MAX_REPEATS`` (the number the study form states)."""
+    return min(round(study.repeat_rate * items), settings.STUDY_MAX_REPEATS)
+
+
+def _repeats(*, study: Study, new: list[Assignment], gap: int) -> list[Assignment]:
+    """Round-2 copies of ``new``: per annotator exactly :func:`repeats_expected` of their new
+    items, drawn at random (seeded), ``gap`` places later; never an item whose stimulus lasts
+    longer than ``REPEAT_MAX_SECONDS`` (a 266 s trace was asked twice). Drawing each
+    assignment with the rate's probability gave one annotator 6 repeats of an expected 4."""
+    too_long = _long_item_ids(study=study, seconds=settings.REPEAT_MAX_SECONDS)
+    rng = random.Random(f"repeat-{study.pk}")
+    by_annotator: dict[int, list[Assignment]] = {}
+    for assignment in new:
+        by_annotator.setdefault(assignment.annotator_id, []).append(assignment)
+    repeats = []
+    for own in by_annotator.values():
+        count = repeats_expected(study=study, items=len(own))
+        eligible = [a for a in own if a.item_id not in too_long]
+        for a in rng.sample(eligible, min(count, len(eligible))):
+            repeats.append(
+                Assignment(
+                    study=study,
+                    item_id=a.item_id,
+                    annotator_id=a.annotator_id,
+                    round=2,
+                    position=a.position + gap,
+                )
+            )
+    return repeats
+
+
+def _long_item_ids(*, study: Study, seconds: float) -> set[int]:
+    """The study's items whose stimulus lasts longer than ``seconds`` (0: none): a known
+    ``duration`` in their metadata, or the length of the gold signal they name."""
+    if not seconds:
+        return set()
+    from apps.continuous.models import GoldSignal  # a question kind's model: read, not owned
+
+    rows = list(study.items.values_list("id", "metadata"))
+    signals = {
+        signal.key: signal.duration
+        for signal in GoldSignal.objects.filter(
+            key__in={(m or {}).get("signal") for _, m in rows} - {None}
+        )
+    }
+    long_ids = set()
+    for item_id, metadata in rows:
+        metadata = metadata or {}
+        duration = metadata.get("duration")
+        if not isinstance(duration, int | float):
+            duration = signals.get(metadata.get("signal"), 0.0)
+        if duration > seconds:
+            long_ids.add(item_id)
+    return long_ids
 
 
 def _extra_annotator(*, study: Study, item_id: int, left_out: set[int]) -> int | None:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from django import forms
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, QueryDict
 from django.template.loader import render_to_string
@@ -35,7 +36,10 @@ class StudyForm(ServiceFormMixin, forms.ModelForm):
             "instructions": "Shown to annotators above each item. Markdown: **bold**, lists, "
             "links, tables.",
             "repeat_rate": "Share of items shown a second time to the same annotator, from 0 to "
-            "1 (0.1 = one item in ten), to measure test-retest agreement.",
+            "1 (0.1 = one item in ten), to measure test-retest agreement: each annotator gets "
+            "exactly that share of their items, rounded (40 items at 0.1: 4 repeats), at most "
+            f"{settings.STUDY_MAX_REPEATS}; a stimulus longer than "
+            f"{settings.REPEAT_MAX_SECONDS:g} s is never repeated.",
         }
 
 

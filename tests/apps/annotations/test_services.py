@@ -176,7 +176,37 @@ def test_fill_is_idempotent_and_serves_late_items_and_annotators(db):
 def test_repeat_rate_queues_round_two_later(db):
     _, (ann,) = running_study(n_items=40, n_annotators=1, repeat_rate=0.25)
     repeats = Assignment.objects.filter(annotator=ann, round=2)
-    assert 3 <= repeats.count() <= 20
+    assert repeats.count() == 10  # exactly the share: 40 x 0.25
     for repeat in repeats:
         original = Assignment.objects.get(annotator=ann, item=repeat.item, round=1)
         assert repeat.position >= original.position + 10
+
+
+def test_every_annotator_gets_the_same_number_of_repeats_and_no_long_stimulus(db, settings):
+    """A 10 % rate gave one annotator 6 repeats and another 1 (each answer drawn with the
+    rate's chance), and repeated a 266 s trace: now the rounded share each, at most
+    STUDY_MAX_REPEATS, and never a stimulus longer than REPEAT_MAX_SECONDS."""
+    from apps.items.models import Item
+
+    settings.STUDY_MAX_REPEATS = 3
+    settings.REPEAT_MAX_SECONDS = 60
+    study, annotators = running_study(n_items=40, n_annotators=4, repeat_rate=0.1)
+    counts = [Assignment.objects.filter(annotator=a, round=2).count() for a in annotators]
+    assert counts == [3, 3, 3, 3]  # 4 expected, capped at 3, the same for everyone
+    long_clip = Item.objects.create(
+        study=study,
+        external_id="long",
+        kind="audio",
+        url="https://example.org/a.wav",
+        metadata={"duration": 266},
+        position=100,
+    )
+    Assignment.objects.filter(study=study).delete()
+    settings.STUDY_MAX_REPEATS = 100
+    study.repeat_rate = 1.0
+    study.save()
+    from apps.annotations.services import assignments_fill
+
+    assignments_fill(study=study)
+    assert not Assignment.objects.filter(item=long_clip, round=2).exists()
+    assert Assignment.objects.filter(round=2).exclude(item=long_clip).count() == 4 * 40
