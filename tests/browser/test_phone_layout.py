@@ -98,3 +98,23 @@ def test_a_five_point_scale_never_leaves_its_last_point_alone(
     else:
         assert len(tops) == 5  # one column
     assert max(widths) - min(widths) <= 2  # equal buttons: none stretched alone
+
+
+def test_on_a_phone_play_and_the_live_plot_are_on_the_first_screen(open_page, sign_in, screenshot):
+    """With the instructions open and the header, Play sat about 736 px down on a 390 x 844
+    phone and the live plot below the fold: the header is one line on a phone now."""
+    study, question, annotator = short_green_study()
+    study.instructions = (
+        "Watch the screen and move the slider **as the green gets brighter**; follow it "
+        "closely, without waiting for the colour to settle. It takes a few seconds."
+    )
+    study.save(update_fields=["instructions"])
+    page = open_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    sign_in(page, annotator.username)
+    page.goto(f"/studies/{study.pk}/traces/{question.key}/record/")
+    play = page.get_by_role("button", name="Play")
+    expect(play).to_be_enabled()
+    screenshot(page, "trace-first-screen-phone")
+    assert play.bounding_box()["y"] + play.bounding_box()["height"] <= 844
+    plot = box(page, ".trace-plot")
+    assert plot["y"] + plot["height"] <= 844  # the whole live plot is seen while recording
