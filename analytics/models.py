@@ -42,6 +42,12 @@ class QualitySnapshot(models.Model):
     matrices = models.JSONField(default=dict)
     flags = models.JSONField(default=list)
     n_annotations = models.PositiveBigIntegerField(default=0)
+    state_version = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="The updated_at of the QualityState these figures were derived from: a "
+        "snapshot is never replaced by one derived from an older state.",
+    )
 
     class Meta:
         ordering = ["question_id", "-created_at", "-id"]
