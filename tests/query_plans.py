@@ -37,13 +37,13 @@ def full_scans(queries: list[dict[str, str]]) -> list[str]:
 
 def sorted_reads(queries: list[dict[str, str]]) -> list[str]:
     """The captured queries for the first rows of a growing table in some order (``ORDER BY
-    ... LIMIT n``) that SQLite answers by sorting (``USE TEMP B-TREE FOR ORDER BY``): it reads
-    every matching row to return the first ones, where an index in that order would read just
-    those. Empty on other databases."""
+    ... LIMIT n``) that SQLite answers by sorting (``USE TEMP B-TREE FOR ORDER BY``, or its
+    ``RIGHT PART``: the rows of each leading group): it reads every matching row to return the
+    first ones, where an index in that order would read just those. Empty elsewhere."""
     return [
         f"{line}  <-  {sql[:160]}"
         for line, sql in _plan_lines(queries)
-        if line == "USE TEMP B-TREE FOR ORDER BY"
+        if line in ("USE TEMP B-TREE FOR ORDER BY", "USE TEMP B-TREE FOR RIGHT PART OF ORDER BY")
         and sql.split()[-2] == "LIMIT"
         and any(f'FROM "{t}"' in sql for t in GROWING_TABLES)
     ]
