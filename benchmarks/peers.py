@@ -320,13 +320,20 @@ LABEL_CONFIG = (
 def label_studio_start(bin_dir: Path, work: Path, *, port: int, items: int) -> Peer:
     """Label Studio (its own ``label-studio start`` server, SQLite) with a project of ``items``
     tasks and one single-choice question of 4 labels; every client uses one user's token."""
-    token = secrets.token_hex(20)
+    # Its database (migrated on the first start: minutes here) and its user's token are kept
+    # beside the virtualenvs, so later runs start in seconds; each run has a project of its own.
+    data = work.parent / "label-studio-data"
+    data.mkdir(exist_ok=True)
+    token_file = data / "bench-token"
+    if not token_file.exists():
+        token_file.write_text(secrets.token_hex(20))
+    token = token_file.read_text()
     env = {
         **os.environ,
         "LABEL_STUDIO_USERNAME": "bench@example.org",
         "LABEL_STUDIO_PASSWORD": secrets.token_urlsafe(12),
         "LABEL_STUDIO_USER_TOKEN": token,
-        "LABEL_STUDIO_BASE_DATA_DIR": str(work / "data"),
+        "LABEL_STUDIO_BASE_DATA_DIR": str(data),
         "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
         # the API token above (new organisations accept only short-lived JWTs otherwise)
         "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
@@ -343,7 +350,7 @@ def label_studio_start(bin_dir: Path, work: Path, *, port: int, items: int) -> P
             "-p",
             str(port),
             "--data-dir",
-            str(work / "data"),
+            str(data),
         ],
         cwd=work,
         env=env,
