@@ -1,22 +1,29 @@
-"""Submit throughput: answers per second and POST latency as concurrent annotators work.
+"""Submit throughput: answers per second and latency as concurrent annotators work, side by
+side with Potato and Label Studio on the same task.
 
-A running study with ``--items`` text items and one categorical question gives each of
-``--annotators`` annotators (each with an API token and a logged-in session) a queue of every
-item. The benchmark serves the site with daphne on 127.0.0.1 (``--web`` processes on
-consecutive ports from ``--port``; the quality updates in the background thread of each, or
-with ``--mode worker`` in a ``runworker quality-updates`` process beside them over Redis) and,
-for each client count of ``--clients``, lets that many simulated annotators loop for
-``--seconds`` without think time over keep-alive connections:
+A running study with ``--items`` text items and one categorical question of 4 labels gives
+each simulated annotator (``--annotators`` per path, each with an API token and a logged-in
+session) a queue of every item. The benchmark serves the site with daphne on 127.0.0.1
+(``--web`` processes on consecutive ports from ``--port``; the quality updates in the
+background thread of each, or with ``--mode worker`` in ``--workers`` ``runworker
+quality-updates`` processes beside them over Redis: ``--workers 0`` leaves them undone, which
+measures a request's own cost) and, for each client count of ``--clients``, lets that many
+annotators loop for ``--seconds`` without think time over keep-alive connections:
 
-``api``   ``GET /api/studies/{id}/next/`` then ``POST /api/annotations/`` (token auth);
-``page``  the annotator page's own path: one htmx ``POST /studies/{id}/annotate/`` that
-          answers and returns the next item (session cookie, CSRF token, signed ticket).
+``page``    the annotator page's own path: one htmx ``POST /studies/{id}/annotate/`` that
+            answers and returns the next item (session cookie, CSRF token, signed ticket);
+``answer``  one API request per answer: ``POST /api/annotations/`` with ``include_next``,
+            whose response holds the next assignment (token auth);
+``api``     the classic API loop: ``GET /api/studies/{id}/next/`` then ``POST``.
 
-It prints answers/s, the answering POST's p50/p95/p99 latency and the errors (any status but
-the success one, refused or reset connections), and checks that every acknowledged answer was
-stored exactly once. The load generator (this process, asyncio streams) shares the machine's
-cores with the servers, as a real single-host deployment's users do not: the figures are a
-floor.
+It prints answers/s, the answering POST's p50/p95/p99 latency, the errors (any status but
+the success one, refused or reset connections), the server's CPU per answer and the machine's
+load, and checks that every acknowledged answer was stored exactly once. ``--peers
+potato,label-studio`` then installs each peer into a throwaway virtualenv
+(:mod:`benchmarks.peers`), drives it the same way alone on the machine, and prints every
+system side by side with our answers/s and p99 as ratios to the peers'. The load generator
+(this process, asyncio streams) shares the machine's cores with the servers, as a real
+single-host deployment's users do not: the figures are a floor.
 
 ``--flat HISTORY:ANSWERS,...`` measures instead, in process (Django's test client, no HTTP),
 the CPU time of one submit (the request thread's: the quality update runs on its own thread)
@@ -26,7 +33,8 @@ answers (bulk-imported), e.g. ``--flat 1000:10000,20000:40000,1000:500000``.
 Uses a temporary SQLite database (or ``DATABASE_URL`` when set: give a throw-away database, the
 benchmark migrates it and adds a study to it). Run from the repository root::
 
-    .venv/bin/python -m benchmarks.submit_throughput [--clients 1,8,32,64] [--path api,page]
+    .venv/bin/python -m benchmarks.submit_throughput --items 500 --clients 1,32 \
+        --path page,answer,api --peers potato,label-studio
 """
 
 from __future__ import annotations
@@ -470,7 +478,9 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=15.0, help="per client count")
     parser.add_argument("--items", type=int, default=2000)
-    parser.add_argument("--annotators", type=int, default=0, help="default: the most clients")
+    parser.add_argument(
+        "--annotators", type=int, default=0, help="per path; default: the most clients"
+    )
     parser.add_argument("--web", type=int, default=1, help="daphne processes")
     parser.add_argument("--port", type=int, default=8400, help="first daphne port")
     parser.add_argument(
@@ -518,7 +528,7 @@ def main() -> None:
     db = settings.DATABASES["default"]
     engine = db["ENGINE"].rsplit(".", 1)[-1]
     study, question, clients = _seed(
-        n_items=args.items, n_annotators=args.annotators or max(counts)
+        n_items=args.items, n_annotators=(args.annotators or max(counts)) * len(paths)
     )
     ports = [args.port + i for i in range(args.web)]
     env = {**os.environ, "QUALITY_UPDATES": args.mode, "ALLOWED_HOSTS": "127.0.0.1"}
@@ -550,12 +560,14 @@ def main() -> None:
     try:
         for port in ports:
             _wait_for(port)
-        for path in paths:
+        for p, path in enumerate(paths):
+            # each path its own annotators: a queue of --items runs out otherwise
+            mine = clients[p :: len(paths)]
             # warm-up: imports, template compilation, connections (acknowledged answers count)
             tally, _ = asyncio.run(
                 _run(
                     ports=ports,
-                    clients=clients[: len(ports)],
+                    clients=mine[: len(ports)],
                     study_id=study.pk,
                     question_id=question.pk,
                     path=path,
@@ -568,7 +580,7 @@ def main() -> None:
                 tally, elapsed = asyncio.run(
                     _run(
                         ports=ports,
-                        clients=clients[:n],
+                        clients=mine[:n],
                         study_id=study.pk,
                         question_id=question.pk,
                         path=path,
