@@ -110,13 +110,12 @@ class AnswerForm(ServiceFormMixin, forms.Form):
             salt=TICKET_SALT,
             stale_message="This page is out of date; please answer the item again.",
         )
-        data["assignment"] = (
-            assignments_to_answer()
-            .filter(pk=shown["assignment"], study=self.study, annotator=self.annotator)
-            .first()
-        )
-        if data["assignment"] is None:
-            raise ValidationError("That item is not in your queue.")
+        try:
+            data["assignment"] = assignments_to_answer().get(
+                pk=shown["assignment"], study=self.study, annotator=self.annotator
+            )
+        except Assignment.DoesNotExist:
+            raise ValidationError("That item is not in your queue.") from None
         data["answers"] = {
             entry.question: data[entry.field_name]
             for entry in self.questions
