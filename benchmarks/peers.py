@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.submit_throughput import Connection
+
 PEER_LABELS = ["negative", "neutral", "positive", "mixed"]
 POTATO = "potato-annotation==2.12.1"
 LABEL_STUDIO = "label-studio==1.23.2"
@@ -58,65 +60,24 @@ class PeerTally:
 # --- one keep-alive HTTP/1.1 connection with cookies ---------------------------------------
 
 
-class CookieConnection:
-    """A keep-alive HTTP/1.1 connection that keeps the cookies the server sets (a browser)."""
+class CookieConnection(Connection):
+    """A keep-alive connection that keeps the cookies the server sets, as a browser does."""
 
     def __init__(self, port: int) -> None:
-        self.port = port
+        super().__init__(port)
         self.cookies: dict[str, str] = {}
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
 
     async def request(
         self, method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b""
     ) -> tuple[int, dict[str, str], bytes]:
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
-        head = [
-            f"{method} {path} HTTP/1.1",
-            f"Host: 127.0.0.1:{self.port}",
-            f"Content-Length: {len(body)}",
-        ]
+        sent = dict(headers or {})
         if self.cookies:
-            head.append("Cookie: " + "; ".join(f"{k}={v}" for k, v in self.cookies.items()))
-        head += [f"{name}: {value}" for name, value in (headers or {}).items()]
-        self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
-        try:
-            return await self._response()
-        except (OSError, asyncio.IncompleteReadError, ValueError):
-            self.close()
-            raise
-
-    async def _response(self) -> tuple[int, dict[str, str], bytes]:
-        assert self.reader is not None
-        status = int((await self.reader.readuntil(b"\r\n")).split()[1])
-        headers: dict[str, str] = {}
-        while (line := await self.reader.readuntil(b"\r\n")) != b"\r\n":
-            name, _, value = line.decode("latin-1").partition(":")
-            name, value = name.strip().lower(), value.strip()
-            if name == "set-cookie":
-                cookie, _, _ = value.partition(";")
-                key, _, content = cookie.partition("=")
-                self.cookies[key.strip()] = content.strip()
-            headers[name] = value
-        if headers.get("transfer-encoding") == "chunked":
-            body = b""
-            while size := int((await self.reader.readuntil(b"\r\n")).strip(), 16):
-                body += (await self.reader.readexactly(size + 2))[:-2]
-            await self.reader.readuntil(b"\r\n")
-        elif "content-length" in headers:
-            body = await self.reader.readexactly(int(headers["content-length"]))
-        else:  # HTTP/1.0-style: the body ends with the connection
-            body = await self.reader.read()
-            headers["connection"] = "close"
-        if headers.get("connection", "").lower() == "close":
-            self.close()
-        return status, headers, body
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self.reader = self.writer = None
+            sent["Cookie"] = "; ".join(f"{key}={value}" for key, value in self.cookies.items())
+        status, received, data = await super().request(method, path, sent, body)
+        for cookie in filter(None, received["set-cookie"].split("\n")):
+            key, _, value = cookie.partition(";")[0].partition("=")
+            self.cookies[key.strip()] = value.strip()
+        return status, received, data
 
 
 # --- installing and serving ------------------------------------------------------------------

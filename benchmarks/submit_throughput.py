@@ -279,32 +279,48 @@ class Tally:
     answer_ms: list[float] = field(default_factory=list)  # every request of one answer
 
 
+async def _post_answer(
+    conn: Connection,
+    auth: dict[str, str],
+    assignment: int,
+    tally: Tally,
+    rng: Any,
+    *,
+    include_next: bool = False,
+) -> tuple[int, bytes]:
+    """``POST /api/annotations/`` with a random label (its latency goes to ``post_ms``)."""
+    answer = {
+        "assignment": assignment,
+        "answers": {"sentiment": rng.choice(LABELS)},
+        "idempotency_key": str(uuid.uuid4()),
+        "time_spent_ms": rng.randint(800, 5000),
+        **({"include_next": True} if include_next else {}),
+    }
+    sent = time.perf_counter()
+    status, _, body = await conn.request(
+        "POST",
+        "/api/annotations/",
+        {**auth, "Content-Type": "application/json"},
+        json.dumps(answer).encode(),
+    )
+    tally.post_ms.append(1000 * (time.perf_counter() - sent))
+    return status, body
+
+
 async def _api_annotator(
     conn: Connection, client: dict[str, Any], study_id: int, tally: Tally, until: float, rng: Any
 ) -> None:
     auth = {"Authorization": f"Token {client['token']}"}
     while time.perf_counter() < until:
         try:
-            started = sent = time.perf_counter()
+            started = time.perf_counter()
             status, _, body = await conn.request("GET", f"/api/studies/{study_id}/next/", auth)
-            tally.other_ms.append(1000 * (time.perf_counter() - sent))
+            tally.other_ms.append(1000 * (time.perf_counter() - started))
             if status != 200:
                 tally.errors += 1
                 continue
-            answer = {
-                "assignment": json.loads(body)["assignment"],
-                "answers": {"sentiment": rng.choice(LABELS)},
-                "idempotency_key": str(uuid.uuid4()),
-                "time_spent_ms": rng.randint(800, 5000),
-            }
-            sent = time.perf_counter()
-            status, _, body = await conn.request(
-                "POST",
-                "/api/annotations/",
-                {**auth, "Content-Type": "application/json"},
-                json.dumps(answer).encode(),
-            )
-            tally.post_ms.append(1000 * (time.perf_counter() - sent))
+            assignment = json.loads(body)["assignment"]
+            status, body = await _post_answer(conn, auth, assignment, tally, rng)
             tally.answer_ms.append(1000 * (time.perf_counter() - started))
         except (OSError, asyncio.IncompleteReadError, ValueError):
             tally.errors += 1
@@ -378,22 +394,10 @@ async def _answer_annotator(
     status, _, body = await conn.request("GET", f"/api/studies/{study_id}/next/", auth)
     entry = json.loads(body) if status == 200 else None
     while entry is not None and time.perf_counter() < until:
-        answer = {
-            "assignment": entry["assignment"],
-            "answers": {"sentiment": rng.choice(LABELS)},
-            "idempotency_key": str(uuid.uuid4()),
-            "time_spent_ms": rng.randint(800, 5000),
-            "include_next": True,
-        }
         try:
-            sent = time.perf_counter()
-            status, _, body = await conn.request(
-                "POST",
-                "/api/annotations/",
-                {**auth, "Content-Type": "application/json"},
-                json.dumps(answer).encode(),
+            status, body = await _post_answer(
+                conn, auth, entry["assignment"], tally, rng, include_next=True
             )
-            tally.post_ms.append(1000 * (time.perf_counter() - sent))
             tally.answer_ms.append(tally.post_ms[-1])
         except (OSError, asyncio.IncompleteReadError, ValueError):
             tally.errors += 1
