@@ -5,21 +5,32 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotations', '0002_assignment_extra'),
-        ('items', '0002_item_study_position'),
-        ('studies', '0003_membership_reviewer'),
+        ("annotations", "0002_assignment_extra"),
+        ("items", "0002_item_study_position"),
+        ("studies", "0003_membership_reviewer"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='assignment',
-            name='assignment_queue_idx',
+            model_name="assignment",
+            name="assignment_queue_idx",
         ),
         migrations.AddIndex(
-            model_name='assignment',
-            index=models.Index(fields=['study', 'annotator', 'completed_at', 'skip_count', '-extra', 'position', 'round', 'id'], name='assignment_queue_order_idx'),
+            model_name="assignment",
+            index=models.Index(
+                fields=[
+                    "study",
+                    "annotator",
+                    "completed_at",
+                    "skip_count",
+                    "-extra",
+                    "position",
+                    "round",
+                    "id",
+                ],
+                name="assignment_queue_order_idx",
+            ),
         ),
     ]
