@@ -1,22 +1,29 @@
-"""Submit throughput: answers per second and POST latency as concurrent annotators work.
+"""Submit throughput: answers per second and latency as concurrent annotators work, side by
+side with Potato and Label Studio on the same task.
 
-A running study with ``--items`` text items and one categorical question gives each of
-``--annotators`` annotators (each with an API token and a logged-in session) a queue of every
-item. The benchmark serves the site with daphne on 127.0.0.1 (``--web`` processes on
-consecutive ports from ``--port``; the quality updates in the background thread of each, or
-with ``--mode worker`` in a ``runworker quality-updates`` process beside them over Redis) and,
-for each client count of ``--clients``, lets that many simulated annotators loop for
-``--seconds`` without think time over keep-alive connections:
+A running study with ``--items`` text items and one categorical question of 4 labels gives
+each simulated annotator (``--annotators`` per path, each with an API token and a logged-in
+session) a queue of every item. The benchmark serves the site with daphne on 127.0.0.1
+(``--web`` processes on consecutive ports from ``--port``; the quality updates in the
+background thread of each, or with ``--mode worker`` in ``--workers`` ``runworker
+quality-updates`` processes beside them over Redis: ``--workers 0`` leaves them undone, which
+measures a request's own cost) and, for each client count of ``--clients``, lets that many
+annotators loop for ``--seconds`` without think time over keep-alive connections:
 
-``api``   ``GET /api/studies/{id}/next/`` then ``POST /api/annotations/`` (token auth);
-``page``  the annotator page's own path: one htmx ``POST /studies/{id}/annotate/`` that
-          answers and returns the next item (session cookie, CSRF token, signed ticket).
+``page``    the annotator page's own path: one htmx ``POST /studies/{id}/annotate/`` that
+            answers and returns the next item (session cookie, CSRF token, signed ticket);
+``answer``  one API request per answer: ``POST /api/annotations/`` with ``include_next``,
+            whose response holds the next assignment (token auth);
+``api``     the classic API loop: ``GET /api/studies/{id}/next/`` then ``POST``.
 
-It prints answers/s, the answering POST's p50/p95/p99 latency and the errors (any status but
-the success one, refused or reset connections), and checks that every acknowledged answer was
-stored exactly once. The load generator (this process, asyncio streams) shares the machine's
-cores with the servers, as a real single-host deployment's users do not: the figures are a
-floor.
+It prints answers/s, the answering POST's p50/p95/p99 latency, the errors (any status but
+the success one, refused or reset connections), the server's CPU per answer and the machine's
+load, and checks that every acknowledged answer was stored exactly once. ``--peers
+potato,label-studio`` then installs each peer into a throwaway virtualenv
+(:mod:`benchmarks.peers`), drives it the same way alone on the machine, and prints every
+system side by side with our answers/s and p99 as ratios to the peers'. The load generator
+(this process, asyncio streams) shares the machine's cores with the servers, as a real
+single-host deployment's users do not: the figures are a floor.
 
 ``--flat HISTORY:ANSWERS,...`` measures instead, in process (Django's test client, no HTTP),
 the CPU time of one submit (the request thread's: the quality update runs on its own thread)
@@ -26,7 +33,8 @@ answers (bulk-imported), e.g. ``--flat 1000:10000,20000:40000,1000:500000``.
 Uses a temporary SQLite database (or ``DATABASE_URL`` when set: give a throw-away database, the
 benchmark migrates it and adds a study to it). Run from the repository root::
 
-    .venv/bin/python -m benchmarks.submit_throughput [--clients 1,8,32,64] [--path api,page]
+    .venv/bin/python -m benchmarks.submit_throughput --items 500 --clients 1,32 \
+        --path page,answer,api --peers potato,label-studio
 """
 
 from __future__ import annotations
@@ -49,7 +57,7 @@ from urllib.parse import urlencode
 
 from benchmarks.django_setup import ROOT, setup_django
 
-LABELS = ["negative", "neutral", "positive"]
+LABELS = ["negative", "neutral", "positive", "mixed"]  # the peers' task: 4 labels
 HIDDEN = re.compile(r'name="(idempotency_key|ticket)"\s+value="([^"]*)"')
 CSRF_HEADER = re.compile(r'"X-CSRFToken": "([^"]+)"')
 
@@ -68,6 +76,7 @@ def _seed(*, n_items: int, n_annotators: int) -> tuple[Any, Any, list[dict[str, 
 
     study = StudyFactory()
     question = categorical_question(study)
+    question.labels.create(key="mixed", name="Mixed", shortcut="4", position=3)
     annotators = [UserFactory() for _ in range(n_annotators)]
     for user in annotators:
         membership_add(study=study, user=user, role=Membership.Role.ANNOTATOR)
@@ -267,6 +276,35 @@ class Tally:
     errors: int = 0
     post_ms: list[float] = field(default_factory=list)
     other_ms: list[float] = field(default_factory=list)
+    answer_ms: list[float] = field(default_factory=list)  # every request of one answer
+
+
+async def _post_answer(
+    conn: Connection,
+    auth: dict[str, str],
+    assignment: int,
+    tally: Tally,
+    rng: Any,
+    *,
+    include_next: bool = False,
+) -> tuple[int, bytes]:
+    """``POST /api/annotations/`` with a random label (its latency goes to ``post_ms``)."""
+    answer = {
+        "assignment": assignment,
+        "answers": {"sentiment": rng.choice(LABELS)},
+        "idempotency_key": str(uuid.uuid4()),
+        "time_spent_ms": rng.randint(800, 5000),
+        **({"include_next": True} if include_next else {}),
+    }
+    sent = time.perf_counter()
+    status, _, body = await conn.request(
+        "POST",
+        "/api/annotations/",
+        {**auth, "Content-Type": "application/json"},
+        json.dumps(answer).encode(),
+    )
+    tally.post_ms.append(1000 * (time.perf_counter() - sent))
+    return status, body
 
 
 async def _api_annotator(
@@ -275,26 +313,15 @@ async def _api_annotator(
     auth = {"Authorization": f"Token {client['token']}"}
     while time.perf_counter() < until:
         try:
-            sent = time.perf_counter()
+            started = time.perf_counter()
             status, _, body = await conn.request("GET", f"/api/studies/{study_id}/next/", auth)
-            tally.other_ms.append(1000 * (time.perf_counter() - sent))
+            tally.other_ms.append(1000 * (time.perf_counter() - started))
             if status != 200:
                 tally.errors += 1
                 continue
-            answer = {
-                "assignment": json.loads(body)["assignment"],
-                "answers": {"sentiment": rng.choice(LABELS)},
-                "idempotency_key": str(uuid.uuid4()),
-                "time_spent_ms": rng.randint(800, 5000),
-            }
-            sent = time.perf_counter()
-            status, _, body = await conn.request(
-                "POST",
-                "/api/annotations/",
-                {**auth, "Content-Type": "application/json"},
-                json.dumps(answer).encode(),
-            )
-            tally.post_ms.append(1000 * (time.perf_counter() - sent))
+            assignment = json.loads(body)["assignment"]
+            status, body = await _post_answer(conn, auth, assignment, tally, rng)
+            tally.answer_ms.append(1000 * (time.perf_counter() - started))
         except (OSError, asyncio.IncompleteReadError, ValueError):
             tally.errors += 1
             await asyncio.sleep(0.05)
@@ -346,6 +373,7 @@ async def _page_annotator(
                 "POST", path, form_headers, urlencode(form).encode()
             )
             tally.post_ms.append(1000 * (time.perf_counter() - sent))
+            tally.answer_ms.append(tally.post_ms[-1])
         except (OSError, asyncio.IncompleteReadError, ValueError):
             tally.errors += 1
             await asyncio.sleep(0.05)
@@ -353,6 +381,31 @@ async def _page_annotator(
         if status == 200:
             tally.acknowledged += 1
             state = _page_state(body)
+        else:
+            tally.errors += 1
+
+
+async def _answer_annotator(
+    conn: Connection, client: dict[str, Any], study_id: int, tally: Tally, until: float, rng: Any
+) -> None:
+    """One request per answer over the API: ``POST /api/annotations/`` with ``include_next``
+    answers and returns the next assignment (one ``GET next`` first)."""
+    auth = {"Authorization": f"Token {client['token']}"}
+    status, _, body = await conn.request("GET", f"/api/studies/{study_id}/next/", auth)
+    entry = json.loads(body) if status == 200 else None
+    while entry is not None and time.perf_counter() < until:
+        try:
+            status, body = await _post_answer(
+                conn, auth, entry["assignment"], tally, rng, include_next=True
+            )
+            tally.answer_ms.append(tally.post_ms[-1])
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            tally.errors += 1
+            await asyncio.sleep(0.05)
+            continue
+        if status == 201:
+            tally.acknowledged += 1
+            entry = json.loads(body)["next"]
         else:
             tally.errors += 1
 
@@ -372,9 +425,10 @@ async def _run(
     conns = [Connection(ports[i % len(ports)]) for i in range(len(clients))]
     until = time.perf_counter() + seconds
     started = time.perf_counter()
-    if path == "api":
+    if path in ("api", "answer"):
+        loop = _api_annotator if path == "api" else _answer_annotator
         tasks = [
-            _api_annotator(conn, client, study_id, tally, until, random.Random(i))
+            loop(conn, client, study_id, tally, until, random.Random(i))
             for i, (conn, client) in enumerate(zip(conns, clients, strict=True))
         ]
     else:
@@ -420,10 +474,17 @@ def _wait_for(port: int, timeout: float = 30.0) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", default="1,8,32,64", help="comma-separated client counts")
-    parser.add_argument("--path", default="api,page", help="api, page or both (api,page)")
+    parser.add_argument(
+        "--path",
+        default="api,page",
+        help="comma-separated: api (GET next + POST), answer (POST with include_next: one "
+        "request per answer), page (the annotator page's htmx POST)",
+    )
     parser.add_argument("--seconds", type=float, default=15.0, help="per client count")
     parser.add_argument("--items", type=int, default=2000)
-    parser.add_argument("--annotators", type=int, default=0, help="default: the most clients")
+    parser.add_argument(
+        "--annotators", type=int, default=0, help="per path; default: the most clients"
+    )
     parser.add_argument("--web", type=int, default=1, help="daphne processes")
     parser.add_argument("--port", type=int, default=8400, help="first daphne port")
     parser.add_argument(
@@ -436,6 +497,18 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument(
         "--flat", help="HISTORY:ANSWERS pairs: per-submit CPU in process instead of the load"
+    )
+    parser.add_argument(
+        "--peers",
+        default="",
+        help="side by side: comma-separated peers (potato, label-studio) installed into "
+        "throwaway virtualenvs and driven on ports --port+10, +20 after ours",
+    )
+    parser.add_argument(
+        "--peers-dir",
+        type=Path,
+        help="where the peers' virtualenvs go (default: a new temporary directory); one "
+        "installed there by an earlier run is reused",
     )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -456,12 +529,10 @@ def main() -> None:
             args.json.write_text(json.dumps({"flat": rows}, indent=2))
         return
 
-    from apps.annotations.models import Revision
-
     db = settings.DATABASES["default"]
     engine = db["ENGINE"].rsplit(".", 1)[-1]
     study, question, clients = _seed(
-        n_items=args.items, n_annotators=args.annotators or max(counts)
+        n_items=args.items, n_annotators=(args.annotators or max(counts)) * len(paths)
     )
     ports = [args.port + i for i in range(args.web)]
     env = {**os.environ, "QUALITY_UPDATES": args.mode, "ALLOWED_HOSTS": "127.0.0.1"}
@@ -485,20 +556,22 @@ def main() -> None:
     )
     header = (
         f"{'path':<5} {'clients':>7} {'answers/s':>9} {'POST p50/p95/p99 ms':>22} {'errors':>6}"
-        f" {'server CPU ms/answer':>20} {'client':>6}"
+        f" {'server CPU ms/answer':>20} {'client':>6} {'load':>5}"
     )
     print(header)
     rows = []
-    acknowledged = {"api": 0, "page": 0}
+    acknowledged = dict.fromkeys(paths, 0)
     try:
         for port in ports:
             _wait_for(port)
-        for path in paths:
+        for p, path in enumerate(paths):
+            # each path its own annotators: a queue of --items runs out otherwise
+            mine = clients[p :: len(paths)]
             # warm-up: imports, template compilation, connections (acknowledged answers count)
             tally, _ = asyncio.run(
                 _run(
                     ports=ports,
-                    clients=clients[: len(ports)],
+                    clients=mine[: len(ports)],
                     study_id=study.pk,
                     question_id=question.pk,
                     path=path,
@@ -511,7 +584,7 @@ def main() -> None:
                 tally, elapsed = asyncio.run(
                     _run(
                         ports=ports,
-                        clients=clients[:n],
+                        clients=mine[:n],
                         study_id=study.pk,
                         question_id=question.pk,
                         path=path,
@@ -528,16 +601,19 @@ def main() -> None:
                     "post_ms_p95": _pct(tally.post_ms, 0.95),
                     "post_ms_p99": _pct(tally.post_ms, 0.99),
                     "next_ms_p50": _pct(tally.other_ms, 0.50),
+                    "answer_ms_p50": _pct(tally.answer_ms, 0.50),
+                    "answer_ms_p99": _pct(tally.answer_ms, 0.99),
                     "errors": tally.errors,
                     "server_cpu_ms_per_answer": per_answer * (_cpu_seconds(pids) - cpu_server),
                     "client_cpu_ms_per_answer": per_answer * (time.process_time() - cpu_client),
+                    "load": os.getloadavg()[0],
                 }
                 rows.append(row)
                 latency = "{post_ms_p50:.0f} / {post_ms_p95:.0f} / {post_ms_p99:.0f}".format(**row)
                 print(
                     f"{path:<5} {n:>7} {row['answers_per_s']:>9.1f} {latency:>22} "
                     f"{row['errors']:>6} {row['server_cpu_ms_per_answer']:>20.1f} "
-                    f"{row['client_cpu_ms_per_answer']:>6.1f}",
+                    f"{row['client_cpu_ms_per_answer']:>6.1f} {row['load']:>5.1f}",
                     flush=True,
                 )
     finally:
@@ -545,26 +621,143 @@ def main() -> None:
             server.terminate()
             server.wait(10)
         log.close()
-    sources = {"api": Revision.Source.API, "page": Revision.Source.UI}
-    stored_ok = True
-    for path in paths:
-        revisions = Revision.objects.filter(
-            annotation__question=question, source=sources[path]
-        ).count()
-        ok = revisions == acknowledged[path]
-        stored_ok &= ok
-        print(
-            f"{path}: acknowledged {acknowledged[path]}, stored {revisions} "
-            f"({'ok' if ok else 'MISMATCH'})"
+    stored_ok = _check_stored(question=question, acknowledged=acknowledged)
+    peer_rows = []
+    if args.peers:
+        peer_rows = _peers_side_by_side(
+            peers=args.peers.split(","), ours=rows, counts=counts, port=args.port + 10, args=args
         )
+        stored_ok &= all(row.get("stored_ok", True) for row in peer_rows)
     if args.json:
         args.json.write_text(
             json.dumps(
-                {"engine": engine, "web": args.web, "mode": args.mode, "rows": rows}, indent=2
+                {
+                    "engine": engine,
+                    "web": args.web,
+                    "mode": args.mode,
+                    "rows": rows,
+                    "peers": peer_rows,
+                },
+                indent=2,
             )
         )
     if not stored_ok:
         raise SystemExit(1)
+
+
+def _check_stored(*, question: Any, acknowledged: dict[str, int]) -> bool:
+    """Whether every acknowledged answer is stored exactly once (revisions by source: the
+    API's paths share one)."""
+    from apps.annotations.models import Revision
+
+    api, ui = Revision.Source.API, Revision.Source.UI
+    sources = {"api": api, "answer": api, "page": ui}
+    stored_ok = True
+    for source in sorted({sources[path] for path in acknowledged}):
+        paths = [path for path in acknowledged if sources[path] == source]
+        expected = sum(acknowledged[path] for path in paths)
+        revisions = Revision.objects.filter(annotation__question=question, source=source).count()
+        ok = revisions == expected
+        stored_ok &= ok
+        print(
+            f"{'+'.join(paths)}: acknowledged {expected}, stored {revisions} "
+            f"({'ok' if ok else 'MISMATCH'})"
+        )
+    return stored_ok
+
+
+def _peers_side_by_side(
+    *,
+    peers: list[str],
+    ours: list[dict[str, Any]],
+    counts: list[int],
+    port: int,
+    args: argparse.Namespace,
+) -> list[dict[str, Any]]:
+    """Install, start and drive each peer like ours (same items, labels, client counts and
+    seconds), one at a time and alone on the machine, then print every system side by side:
+    answers/s, whole-answer p50/p99 (every request of one answer), errors, server CPU per
+    answer, the load, and our figures as ratios to each peer's."""
+    from benchmarks.peers import PeerUnavailableError, peer_run, peer_start, stop
+
+    root = args.peers_dir or Path(tempfile.mkdtemp(prefix="peers-"))
+    root.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    for i, name in enumerate(peers):
+        try:
+            started = time.monotonic()
+            peer = peer_start(name, root, port=port + 10 * i, items=args.items)
+        except PeerUnavailableError as why:
+            print(f"{name}: not run: {why}", flush=True)
+            rows.append({"path": name, "unavailable": str(why)})
+            continue
+        print(f"{name}: installed and started in {time.monotonic() - started:.0f} s", flush=True)
+        acknowledged = 0
+        try:
+            tally, _ = asyncio.run(peer_run(peer, clients=1, seconds=2))  # warm-up
+            acknowledged += tally.acknowledged
+            for n in counts:
+                pids = peer.pids()
+                cpu = _cpu_seconds(pids)
+                tally, elapsed = asyncio.run(peer_run(peer, clients=n, seconds=args.seconds))
+                acknowledged += tally.acknowledged
+                rows.append(
+                    {
+                        "path": name,
+                        "clients": n,
+                        "answers_per_s": tally.acknowledged / elapsed,
+                        "answer_ms_p50": _pct(tally.answer_ms, 0.50),
+                        "answer_ms_p99": _pct(tally.answer_ms, 0.99),
+                        "errors": tally.errors,
+                        "server_cpu_ms_per_answer": 1000
+                        * (_cpu_seconds(pids) - cpu)
+                        / max(1, tally.acknowledged),
+                        "load": os.getloadavg()[0],
+                    }
+                )
+            if name == "label-studio":
+                stored = peer.stored()
+        finally:
+            stop(peer.server)
+        if name != "label-studio":
+            stored = peer.stored()  # Potato's files, complete once it has stopped
+        ok = stored == acknowledged
+        verdict = "ok" if ok else "MISMATCH"
+        print(f"{name}: acknowledged {acknowledged}, stored {stored} ({verdict})")
+        rows[-1]["stored_ok"] = ok
+    _print_side_by_side(ours=ours, peers=rows, counts=counts)
+    return rows
+
+
+def _print_side_by_side(
+    *, ours: list[dict[str, Any]], peers: list[dict[str, Any]], counts: list[int]
+) -> None:
+    """One table: every system per client count, with our answers/s and p99 as ratios to each
+    peer's (answers/s: ours / theirs, higher is better; p99: theirs / ours, higher is better)."""
+    measured = [row for row in peers if "clients" in row]
+    names = sorted({row["path"] for row in measured}, key=[row["path"] for row in measured].index)
+    head = f"{'system':<14} {'clients':>7} {'answers/s':>9} {'p50 ms':>7} {'p99 ms':>7}"
+    head += f" {'errors':>6} {'CPU ms/ans':>10} {'load':>5}"
+    head += "".join(f" {'vs ' + name:>22}" for name in names)
+    print("\nSide by side (latency: every request of one answer)")
+    print(head)
+    for n in counts:
+        for row in [r for r in [*ours, *measured] if r["clients"] == n]:
+            system = row["path"] if row in measured else f"studio {row['path']}"
+            line = (
+                f"{system:<14} {n:>7} {row['answers_per_s']:>9.1f} {row['answer_ms_p50']:>7.1f} "
+                f"{row['answer_ms_p99']:>7.1f} {row['errors']:>6} "
+                f"{row['server_cpu_ms_per_answer']:>10.1f} {row['load']:>5.1f}"
+            )
+            for name in names:
+                peer = next((r for r in measured if r["path"] == name and r["clients"] == n), None)
+                if row in measured or peer is None:
+                    line += f" {'':>22}"
+                    continue
+                rate = row["answers_per_s"] / max(peer["answers_per_s"], 1e-9)
+                tail = peer["answer_ms_p99"] / max(row["answer_ms_p99"], 1e-9)
+                line += f" {f'{rate:.2f}x rate, {tail:.2f}x p99':>22}"
+            print(line)
 
 
 if __name__ == "__main__":

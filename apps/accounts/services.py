@@ -215,6 +215,13 @@ def api_tokens_revoke(*, user: Account, keys: list[str] | None = None) -> int:
     return deleted
 
 
+def api_tokens_sweep_expired(*, user: Account) -> int:
+    """Delete the user's expired API tokens (requests only check the token they present:
+    :mod:`apps.accounts.authentication`); returns how many were deleted."""
+    deleted, _ = AuthToken.objects.filter(user=user, expiry__lt=timezone.now()).delete()
+    return deleted
+
+
 @transaction.atomic
 def manager_create(*, username: str, password: str, email: str = "") -> Account:
     """Create an account that may create studies: the first manager of a new installation.

@@ -17,7 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 
 from apps.annotations.models import Assignment
-from apps.annotations.selectors import AnswerShown
+from apps.annotations.selectors import AnswerShown, assignments_to_answer
 from apps.annotations.tickets import ticket_issue, ticket_read
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Question, Study
@@ -110,11 +110,12 @@ class AnswerForm(ServiceFormMixin, forms.Form):
             salt=TICKET_SALT,
             stale_message="This page is out of date; please answer the item again.",
         )
-        data["assignment"] = Assignment.objects.filter(
-            pk=shown["assignment"], study=self.study, annotator=self.annotator
-        ).first()
-        if data["assignment"] is None:
-            raise ValidationError("That item is not in your queue.")
+        try:
+            data["assignment"] = assignments_to_answer().get(
+                pk=shown["assignment"], study=self.study, annotator=self.annotator
+            )
+        except Assignment.DoesNotExist:
+            raise ValidationError("That item is not in your queue.") from None
         data["answers"] = {
             entry.question: data[entry.field_name]
             for entry in self.questions

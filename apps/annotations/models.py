@@ -37,9 +37,20 @@ class Assignment(models.Model):
             )
         ]
         indexes = [
+            # In the order the queue serves (apps.annotations.selectors.assignment_next): the
+            # next assignment is the index's first entry, whatever the annotator's queue holds.
             models.Index(
-                fields=["study", "annotator", "completed_at", "skip_count", "position"],
-                name="assignment_queue_idx",
+                fields=[
+                    "study",
+                    "annotator",
+                    "completed_at",
+                    "skip_count",
+                    "-extra",
+                    "position",
+                    "round",
+                    "id",
+                ],
+                name="assignment_queue_order_idx",
             )
         ]
 

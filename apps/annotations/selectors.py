@@ -4,13 +4,26 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
-from django.db.models import Count, F, Prefetch, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from apps.annotations.models import Annotation, Assignment, Revision
 from apps.items.models import Item
-from apps.studies.models import Study
+from apps.studies.models import Membership, Study
 from core.types import Account
+
+
+def assignments_to_answer() -> QuerySet[Assignment]:
+    """Assignments with everything :func:`apps.annotations.services.assignment_check_annotator`
+    reads, in the same query: the study with its recruitment, the annotator with their
+    participation, and ``annotating``, whether the annotator still annotates the study."""
+    member = Membership.objects.filter(
+        study=OuterRef("study_id"), user=OuterRef("annotator_id"), role=Membership.Role.ANNOTATOR
+    )
+    return Assignment.objects.select_related(
+        "study__recruitment", "annotator__participation"
+    ).annotate(annotating=Exists(member))
 
 
 def assignment_next(*, annotator: Account, study: Study) -> Assignment | None:
@@ -22,6 +35,23 @@ def assignment_next(*, annotator: Account, study: Study) -> Assignment | None:
         .order_by("skip_count", "-extra", "position", "round", "id")
         .first()
     )
+
+
+def queue_entry(
+    *, annotator: Account, study: Study, assignment: Assignment | None
+) -> dict[str, Any] | None:
+    """``{"assignment": assignment, "progress": ...}``: an assignment to work on with the
+    annotator's progress (one query), or ``None`` for no assignment."""
+    if assignment is None:
+        return None
+    progress = annotator_progress(annotator=annotator, study=study)
+    return {"assignment": assignment, "progress": progress}
+
+
+def queue_next(*, annotator: Account, study: Study) -> dict[str, Any] | None:
+    """:func:`queue_entry` of the annotator's next assignment (with its item): two queries."""
+    assignment = assignment_next(annotator=annotator, study=study)
+    return queue_entry(annotator=annotator, study=study, assignment=assignment)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from analytics.selectors import excluded_annotator_ids
 from apps.adjudication.models import OverlapRule
 from apps.adjudication.selectors import flagged_annotator_ids, overlap_rule, rule_readings
 from apps.annotations.models import Annotation, Assignment, Revision
-from apps.annotations.selectors import answered_latest_first
+from apps.annotations.selectors import answered_latest_first, assignments_to_answer
 from apps.annotations.values import clean_value
 from apps.recruitment.access import participant_check_answering
 from apps.studies.kinds import queue_kinds
@@ -250,20 +250,20 @@ def assignments_extend_disputed(*, question: Question) -> list[Assignment]:
     return [assignment for assignment in made if assignment is not None]
 
 
-CHECKED_WITH = ("study__recruitment", "annotator__participation")
-"""What :func:`assignment_check_annotator` reads of an assignment: select them with it."""
-
-
 def assignment_check_annotator(*, annotator: Account, assignment: Assignment) -> None:
     """Refuse unless ``assignment`` is the annotator's own, they still annotate its study (a
     removed member keeps their assignments' answers, not the right to add to them), it is
     running and, for a recruited participant, their package is open
-    (:func:`participant_check_answering`)."""
+    (:func:`participant_check_answering`). Loaded by
+    :func:`~apps.annotations.selectors.assignments_to_answer`, it is checked without a query."""
     if assignment.annotator_id != annotator.pk:
         raise PermissionDenied("This assignment belongs to another annotator.")
-    if not Membership.objects.filter(
-        study_id=assignment.study_id, user=annotator, role=Membership.Role.ANNOTATOR
-    ).exists():
+    annotating = getattr(assignment, "annotating", None)
+    if annotating is None:
+        annotating = Membership.objects.filter(
+            study_id=assignment.study_id, user=annotator, role=Membership.Role.ANNOTATOR
+        ).exists()
+    if not annotating:
         raise PermissionDenied("You no longer annotate this study.")
     if assignment.study.status != Study.Status.RUNNING:
         raise ValidationError({"study": "The study is not running; annotations are closed."})
@@ -368,9 +368,12 @@ def annotations_submit(
     again with a new key appends revisions (the latest counts). All or nothing: one bad answer
     stores none of them. The checks read before the write transaction opens: SQLite's
     ``IMMEDIATE`` transactions hold the database's one write lock from their first statement,
-    so every other writer waits for what runs inside.
+    so every other writer waits for what runs inside. An ``assignment`` loaded by
+    :func:`~apps.annotations.selectors.assignments_to_answer` (the API's and the page's) is
+    checked as loaded; any other is read again with its checks.
     """
-    assignment = Assignment.objects.select_related(*CHECKED_WITH).get(pk=assignment.pk)
+    if not hasattr(assignment, "annotating"):
+        assignment = assignments_to_answer().get(pk=assignment.pk)
     assignment_check_annotator(annotator=annotator, assignment=assignment)
     if not answers:
         raise ValidationError({"answers": "Answer at least one question."})

@@ -29,11 +29,8 @@ from django.utils import timezone
 
 from analytics.metrics.resample import merge_segments, resample_hold
 from apps.annotations.models import Assignment, Revision
-from apps.annotations.services import (
-    CHECKED_WITH,
-    annotations_submit,
-    assignment_check_annotator,
-)
+from apps.annotations.selectors import assignments_to_answer
+from apps.annotations.services import annotations_submit, assignment_check_annotator
 from apps.continuous.config import trace_settings
 from apps.continuous.models import (
     TIME_DTYPE,
@@ -143,7 +140,7 @@ def _recording_for_update(
 def _checked_assignment(
     *, annotator: Account, assignment: Assignment, question: Question
 ) -> Assignment:
-    assignment = Assignment.objects.select_related(*CHECKED_WITH, "item").get(pk=assignment.pk)
+    assignment = assignments_to_answer().select_related("item").get(pk=assignment.pk)
     assignment_check_annotator(annotator=annotator, assignment=assignment)
     if question.study_id != assignment.study_id or question.kind != Question.Kind.CONTINUOUS:
         raise ValidationError({"question": "Not a continuous question of this study."})

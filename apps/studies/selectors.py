@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import Permission
-from django.db.models import Count, F, OuterRef, QuerySet, Subquery
+from django.db.models import Count, F, QuerySet
 
 from apps.studies.models import Membership, Question, Study
 from core.types import Visitor
@@ -17,11 +17,14 @@ def studies_for_user(*, user: Visitor) -> QuerySet[Study]:
 
 
 def studies_with_role(*, user: Visitor) -> QuerySet[Study]:
-    """The user's studies, each annotated with ``role``: the user's role in it."""
+    """The user's studies, each annotated with ``role``: the user's role in it.
+
+    One join: a user has one membership per study (``one_role_per_study_and_user``), so the
+    join yields each study once, without ``DISTINCT`` or a subquery per row.
+    """
     if not user.is_authenticated:
         return Study.objects.none()
-    role = Membership.objects.filter(study=OuterRef("pk"), user=user).values("role")[:1]
-    return studies_for_user(user=user).annotate(role=Subquery(role))
+    return Study.objects.filter(memberships__user=user).annotate(role=F("memberships__role"))
 
 
 def studies_with_my_role(*, user: Visitor) -> QuerySet[Study]:

@@ -21,18 +21,18 @@ def submit(
     *,
     key: uuid.UUID | str | None = None,
     question: str = "sentiment",
+    include_next: bool = False,
 ) -> Response:
-    """POST one answer to ``/api/annotations/``."""
-    return client.post(
-        "/api/annotations/",
-        {
-            "assignment": assignment_id,
-            "answers": {question: answer},
-            "idempotency_key": str(key or uuid.uuid4()),
-            "time_spent_ms": 900,
-        },
-        format="json",
-    )
+    """POST one answer to ``/api/annotations/`` (``include_next``: ask for the next item)."""
+    body = {
+        "assignment": assignment_id,
+        "answers": {question: answer},
+        "idempotency_key": str(key or uuid.uuid4()),
+        "time_spent_ms": 900,
+    }
+    if include_next:
+        body["include_next"] = True
+    return client.post("/api/annotations/", body, format="json")
 
 
 def next_assignment_id(study: Any, annotator: Any) -> int:

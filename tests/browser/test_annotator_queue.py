@@ -57,6 +57,25 @@ def test_keyboard_labelling_swaps_items_without_reloading(open_page, sign_in, sc
     assert page.evaluate("window.__sameDocument") == "yes"
 
 
+def test_one_request_per_answer(open_page, sign_in):
+    """The page answers with one htmx POST whose response is the next item: no follow-up GET,
+    no polling, no progress fragment of its own (the serving benchmark's ``page`` path)."""
+    study, (annotator,) = running_study(n_items=6, n_annotators=1)
+    page = open_page()
+    sign_in(page, annotator.username)
+    page.goto(f"/studies/{study.pk}/annotate/")
+    page.wait_for_load_state("networkidle")
+    sent = []
+    page.on("request", lambda request: sent.append((request.method, request.url)))
+    for n, key in enumerate(["1", "2", "3"], start=1):
+        page.keyboard.press(key)
+        expect(page.locator(".progress__text").first).to_contain_text(f"{n} of 6 done")
+    page.wait_for_timeout(1500)  # anything an answer set off later (polling) shows up here
+    queue = f"/studies/{study.pk}/annotate/"
+    assert [method for method, _ in sent] == ["POST"] * 3
+    assert all(url.endswith(queue) for _, url in sent)
+
+
 def test_several_questions_by_keyboard_then_done(open_page, sign_in, screenshot):
     study, (annotator,) = running_study(n_items=1, n_annotators=1)
     question_create(

@@ -71,6 +71,29 @@ def test_a_token_expires_after_the_configured_days() -> None:
     assert not AuthToken.objects.filter(user=user).exists()  # expired tokens are deleted
 
 
+def test_a_request_reads_only_its_own_token_and_a_new_token_sweeps_the_expired(
+    django_assert_num_queries,
+) -> None:
+    """knox swept the user's other tokens on every request (a second query per API call);
+    a request now reads its token with its user, and signing in deletes the expired ones."""
+    user = UserFactory()
+    stale, current = _new_token(user), _new_token(user)
+    AuthToken.objects.filter(token_key=stale[:15]).update(
+        expiry=timezone.now() - timedelta(seconds=1)
+    )
+    client = _client(current)
+    with django_assert_num_queries(2):  # the token with its user, then the list
+        assert client.get("/api/auth/tokens/").status_code == 200
+    assert AuthToken.objects.filter(user=user).count() == 2  # the expired one is left
+    assert not _works(stale)
+    assert AuthToken.objects.filter(user=user).count() == 1  # ... until presented
+    AuthToken.objects.filter(token_key=current[:15]).update(
+        expiry=timezone.now() - timedelta(seconds=1)
+    )
+    fresh = _new_token(user)
+    assert [token.token_key for token in AuthToken.objects.filter(user=user)] == [fresh[:15]]
+
+
 def test_logout_revokes_the_token_used_and_logoutall_every_token() -> None:
     user = UserFactory()
     first, second, third = (_new_token(user) for _ in range(3))

@@ -25,8 +25,9 @@ from apps.accounts.api.serializers import (
     TokenInfoSerializer,
     TokenSerializer,
 )
+from apps.accounts.authentication import TokenAuthentication
 from apps.accounts.selectors import api_tokens_for
-from apps.accounts.services import api_tokens_revoke, invitation_create
+from apps.accounts.services import api_tokens_revoke, api_tokens_sweep_expired, invitation_create
 from apps.studies.api.permissions import STUDY_PK, InStudyMixin, IsStudyManager
 
 
@@ -56,8 +57,9 @@ class InvitationViewSet(InStudyMixin, GenericViewSet):
 class TokenLoginView(KnoxLoginView):
     """Trade a username and password for a new API token.
 
-    The token is shown once (only its hash is stored) and expires after ``API_TOKEN_TTL_DAYS``.
-    Sign-ins go through django-axes: too many failures lock the address or the account out.
+    The token is shown once (only its hash is stored) and expires after ``API_TOKEN_TTL_DAYS``;
+    the user's expired tokens are deleted then. Sign-ins go through django-axes: too many
+    failures lock the address or the account out.
     """
 
     authentication_classes: list[Any] = []
@@ -80,6 +82,7 @@ class TokenLoginView(KnoxLoginView):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         request.user = serializer.validated_data["user"]
+        api_tokens_sweep_expired(user=request.user)
         return super().post(request, format)
 
     def get_serializer(self, *args: Any, **kwargs: Any) -> CredentialsSerializer:
@@ -90,10 +93,14 @@ class TokenLoginView(KnoxLoginView):
 class TokenLogoutView(KnoxLogoutView):
     """Revoke the token this request is authenticated with."""
 
+    authentication_classes = [TokenAuthentication]
+
 
 @extend_schema_view(post=extend_schema(request=None, responses={204: None}))
 class TokenLogoutAllView(KnoxLogoutAllView):
     """Revoke every token of the caller."""
+
+    authentication_classes = [TokenAuthentication]
 
 
 class TokenViewSet(mixins.ListModelMixin, GenericViewSet):

@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from apps.annotations.exporting import CONTENT_TYPES
 from apps.annotations.models import Annotation, Assignment, Revision
+from apps.annotations.selectors import assignments_to_answer
 from apps.exchange.huggingface import LICENSES
 from apps.exchange.identity import IDENTITIES, USERNAMES
 from apps.items.api.serializers import ItemSerializer
@@ -18,14 +19,15 @@ class OwnAssignmentField(serializers.PrimaryKeyRelatedField):
     """The id of one of the requesting annotator's assignments (of the ``study`` in context).
 
     Anyone else's assignment reads as "does not exist": ids never reveal other people's work.
+    It comes with what the answer check reads (one query for both).
     """
 
     def get_queryset(self) -> Any:
-        assignments = Assignment.objects.filter(annotator=self.context["request"].user)
+        assignments = assignments_to_answer().filter(annotator=self.context["request"].user)
         study = self.context.get("study")
         if study is not None:
             assignments = assignments.filter(study=study)
-        return assignments.select_related("study")
+        return assignments
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -65,6 +67,11 @@ class AnnotationSubmitSerializer(serializers.Serializer):
         "(a retry, a double click) stores nothing new and returns the same revisions."
     )
     time_spent_ms = time_spent_field()
+    include_next = serializers.BooleanField(
+        default=False,
+        help_text="true: the response also holds your next assignment in this study (`next`), "
+        "so one request per answer is enough.",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """Turn the answers' question keys into the assignment's study's questions (with the
@@ -106,6 +113,18 @@ class RevisionSerializer(serializers.ModelSerializer):
 
 class SubmissionSerializer(serializers.Serializer):
     revisions = RevisionSerializer(many=True, help_text="One per answered question.")
+    next = QueueEntrySerializer(
+        required=False,
+        allow_null=True,
+        help_text="Only with `include_next`: your next assignment in this study, as "
+        "`GET /api/studies/{id}/next/` gives it; null when nothing is left.",
+    )
+
+    def to_representation(self, instance: dict[str, Any]) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if "next" not in instance:  # not asked for: absent (null means nothing is left)
+            del data["next"]
+        return data
 
 
 class AnnotationSerializer(serializers.ModelSerializer):

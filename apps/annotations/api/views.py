@@ -33,8 +33,8 @@ from apps.annotations.api.serializers import (
     UndoSerializer,
 )
 from apps.annotations.exporting import export_response, provenance
-from apps.annotations.models import Annotation, Assignment, Revision
-from apps.annotations.selectors import annotator_progress, assignment_next
+from apps.annotations.models import Annotation, Revision
+from apps.annotations.selectors import queue_entry, queue_next
 from apps.annotations.services import annotation_undo_last, annotations_submit, assignment_skip
 from apps.exchange.api import TABULAR_RESPONSES, LabelStudioExportQuerySerializer
 from apps.exchange.huggingface import dataset_response
@@ -116,8 +116,11 @@ class AnnotationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Generi
                 time_spent_ms=data.get("time_spent_ms"),
                 source=Revision.Source.API,
             )
+        submission: dict[str, Any] = {"revisions": revisions}
+        if data["include_next"]:
+            submission["next"] = queue_next(annotator=request.user, study=data["assignment"].study)
         return Response(
-            SubmissionSerializer({"revisions": revisions}).data,
+            SubmissionSerializer(submission).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
@@ -142,20 +145,17 @@ class StudyAnnotationViewSet(InStudyMixin, GenericViewSet):
     def get_serializer_context(self) -> dict[str, Any]:
         return {**super().get_serializer_context(), "study": self.study}
 
-    def _queue_entry(self, assignment: Assignment | None) -> Response:
-        if assignment is None:
+    def _queue_entry(self, entry: dict[str, Any] | None) -> Response:
+        if entry is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        entry: dict[str, Any] = {
-            "assignment": assignment,
-            "progress": annotator_progress(annotator=self.request.user, study=self.study),
-        }
         return Response(QueueEntrySerializer(entry, context=self.get_serializer_context()).data)
 
     @extend_schema(responses={200: QueueEntrySerializer, 204: NO_MORE})
     @action(detail=False, methods=["get"])
     def next(self, request: Request, study_pk: str) -> Response:
-        """Your next unfinished assignment (skipped ones come last); 204 when you are done."""
-        return self._queue_entry(assignment_next(annotator=request.user, study=self.study))
+        """Your next unfinished assignment (skipped ones come last); 204 when you are done.
+        `POST /api/annotations/` with `include_next` answers and returns it in one request."""
+        return self._queue_entry(queue_next(annotator=request.user, study=self.study))
 
     @extend_schema(responses={200: QueueEntrySerializer, 204: NO_MORE})
     @action(detail=False, methods=["post"], serializer_class=SkipSerializer)
@@ -164,7 +164,7 @@ class StudyAnnotationViewSet(InStudyMixin, GenericViewSet):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         assignment_skip(annotator=request.user, assignment=serializer.validated_data["assignment"])
-        return self._queue_entry(assignment_next(annotator=request.user, study=self.study))
+        return self._queue_entry(queue_next(annotator=request.user, study=self.study))
 
     @extend_schema(responses={200: QueueEntrySerializer, 204: NO_MORE})
     @action(detail=False, methods=["post"], serializer_class=UndoSerializer)
@@ -177,7 +177,9 @@ class StudyAnnotationViewSet(InStudyMixin, GenericViewSet):
             study=self.study,
             idempotency_key=serializer.validated_data["idempotency_key"],
         )
-        return self._queue_entry(reopened)
+        return self._queue_entry(
+            queue_entry(annotator=request.user, study=self.study, assignment=reopened)
+        )
 
     @extend_schema(
         parameters=[ExportQuerySerializer],

@@ -10,19 +10,20 @@ from django.test.utils import CaptureQueriesContext
 from apps.annotations.models import Assignment
 from tests.apps.annotations.test_views import HTMX, answer, queue_url
 from tests.factories import running_study
-from tests.query_plans import full_scans
+from tests.query_plans import full_scans, sorted_reads
 
 pytestmark = pytest.mark.django_db
 
 # The session and its user, the study with the user's role, the queue questions and their
-# labels (read once, for the answer and for the next item's form), the ticket's assignment, the
-# assignment again in the service, the write transaction (a savepoint in a test: lock or create
-# the annotation in a savepoint, the revision, the pointer, the completion check and the
-# assignment, the question's adaptive-overlap rule), then the next assignment, one read of the
-# labels the undo button names (the latest answered assignment's) together with the shown
-# item's answer before an undo, and the progress counts. Before: 22, then 20 + 3 for the named
-# undo (the latest answered assignment, its labels, the shown item's labels), now 20 + 1.
-ANSWER_QUERIES = 21
+# labels (read once, for the answer and for the next item's form), the ticket's assignment with
+# what the answer check reads (study, recruitment, participation, membership), the write
+# transaction (a savepoint in a test: lock or create the annotation in a savepoint, the
+# revision, the pointer, the completion check and the assignment, the question's
+# adaptive-overlap rule), then the next assignment, one read of the labels the undo button
+# names (the latest answered assignment's) together with the shown item's answer before an
+# undo, and the progress counts. Before: 22, then 21 (the assignment read again by the service
+# and the membership check: 2 more).
+ANSWER_QUERIES = 19
 
 
 def test_htmx_answer_runs_a_bounded_number_of_queries(client) -> None:
@@ -39,3 +40,4 @@ def test_htmx_answer_runs_a_bounded_number_of_queries(client) -> None:
     assert Assignment.objects.filter(annotator=annotator, completed_at__isnull=False).count() == 31
     assert len(queries) <= ANSWER_QUERIES, [q["sql"][:80] for q in queries.captured_queries]
     assert full_scans(queries.captured_queries) == []
+    assert sorted_reads(queries.captured_queries) == []
