@@ -47,12 +47,19 @@ class IntervalSet:
 
     ``samples``: for per-annotator intervals with ``n_effective`` (serially correlated
     samples), the samples behind each annotator's figure, when ``n`` counts another unit.
+    ``notes``: per indicator key, per annotator id, what was compared in words (put before
+    a flag's reason); ``pairs``: findings about two annotators at once (copied answers), each
+    ``{"annotators": [id, id], "indicator", "reason", "figures"}``. Both are stored and
+    carried with the intervals, so a flag never quotes figures fresher or staler than its
+    interval.
     """
 
     annotators: Sequence[int]
     per_annotator: Mapping[str, Interval]
     study: Mapping[str, Interval]
     samples: Mapping[str, Any] = field(default_factory=dict)
+    notes: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
+    pairs: Sequence[Mapping[str, Any]] = ()
 
 
 def in_evidence_units(
@@ -92,6 +99,11 @@ def _entry(
     if n_effective is not None and samples is not None and math.isfinite(n_effective):
         entry += [round(float(n_effective), 1), int(samples)]
     return entry  # type: ignore[return-value]
+
+
+def _notes_json(notes: Mapping[str, Mapping[int, str]]) -> dict[str, dict[str, str]]:
+    """Notes keyed by indicator and annotator id as stored (JSON object keys are strings)."""
+    return {key: {str(a): text for a, text in texts.items()} for key, texts in notes.items()}
 
 
 def _study_entry(interval: Interval) -> Entry:
@@ -178,6 +190,8 @@ def publish_intervals(
             "computed_at": now.isoformat(),
             "n_answers": n_answers,
             "study": {key: _study_entry(interval) for key, interval in found.study.items()},
+            **({"notes": _notes_json(found.notes)} if found.notes else {}),
+            **({"pairs": list(found.pairs)} if found.pairs else {}),
         }
         _values_of_interval_figures(derived, kind.indicators)
         return
