@@ -1696,7 +1696,7 @@ def transitivity_kappa_jackknife(
     judgements: Iterable[Judgement],
     *,
     strict: bool = False,
-    chance: Chance = "amidei",
+    chance: Chance = "observed",
     confidence: float = 0.95,
 ) -> Interval:
     r"""Transitivity kappa with a delete-one-item jackknife interval.
@@ -1707,9 +1707,9 @@ def transitivity_kappa_jackknife(
         One annotator's judgements (the latest judgement of a repeated pair counts).
     strict : bool
         Strict preferences (chance level 3/4; a tie raises ``ValueError``).
-    chance : {"amidei", "observed"}
-        Chance level as in :func:`~analytics.metrics.transitivity_kappa`; with
-        ``"observed"`` each jackknife replicate uses its own tie rate.
+    chance : {"observed", "amidei"}
+        Chance level as in :func:`~analytics.metrics.transitivity_kappa` (default, as on the
+        dashboard: the annotator's own tie rate; each jackknife replicate uses its own).
     confidence : float
         Two-sided coverage.
 
@@ -1756,7 +1756,7 @@ def transitivity_kappa_jackknife(
     >>> score = rng.standard_normal(12)
     >>> judgements = [(a, b, 1 if score[a] - score[b] + rng.normal(0, 1.5) > 0 else -1)
     ...               for a in range(12) for b in range(a + 1, 12)]
-    >>> res = transitivity_kappa_jackknife(judgements, chance="observed")
+    >>> res = transitivity_kappa_jackknife(judgements)
     >>> round(res.estimate, 3), round(res.low, 3), round(res.high, 3), res.n
     (0.4, -0.123, 0.923, 12)
     """
@@ -1824,7 +1824,7 @@ def transitivity_kappa_jackknife_counted(
     counted: CountedTriplets,
     *,
     strict: bool = False,
-    chance: Chance = "amidei",
+    chance: Chance = "observed",
     confidence: float = 0.95,
 ) -> Interval:
     r"""Transitivity kappa of counted triplets with a delete-one-item jackknife interval.
@@ -1857,7 +1857,7 @@ def transitivity_kappa_jackknife_counted(
     --------
     >>> counted = complete_triplets([(0, 1, 1), (1, 2, 1), (0, 2, 1), (2, 3, 1), (1, 3, 1),
     ...                              (0, 3, -1)])
-    >>> res = transitivity_kappa_jackknife_counted(counted, chance="observed")
+    >>> res = transitivity_kappa_jackknife_counted(counted)
     >>> res.estimate, res.n  # 2 of 4 triplets transitive, chance 3/4 without ties
     (-1.0, 4)
     """

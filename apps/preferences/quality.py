@@ -86,6 +86,20 @@ OUTCOME_KAPPA = Indicator(
     evidence="pairs",
     interval="outcome_kappa",
 )
+#: An annotator who answers "equal" to (nearly) everything: transitivity kappa is undefined
+#: for ties alone (chance level 1), so the share of ties is judged itself; flagged when its
+#: Wilson interval lies wholly above 0.9.
+TIE_RATE = Indicator(
+    "tie_rate",
+    "Equal answers",
+    "{:.0%}",
+    direction="lower",
+    rule=FlagRule(
+        "share of pairs answered 'equal' (ties say nothing about consistency)", floor=0.9
+    ),
+    evidence="pairs",
+    interval="tie_rate",
+)
 AGREEMENT = Indicator(
     "agreement",
     "Same outcome on shared pairs",
@@ -97,6 +111,7 @@ INDICATORS = (
     JUDGEMENTS,
     SECONDS_PER_JUDGEMENT,
     TRANSITIVITY_KAPPA,
+    TIE_RATE,
     CONTRADICTION_RATE,
     PRUNING_STOPPED_AT,
     OUTCOME_KAPPA,
@@ -396,6 +411,8 @@ def derive_pairwise(
         contradicted what earlier answers implied), ``pruning_stopped_at`` (judgements after
         which kappa fell below the floor, ``None`` while pruning), ``outcome_kappa``
         (overlap-weighted Cohen's kappa with the others on the outcomes of shared pairs),
+        ``tie_rate`` (share of judged pairs answered "equal", with its Wilson interval in
+        ``intervals["tie_rate"]``, computed live),
         ``agreement`` (share of comparisons with others on shared pairs with the same outcome,
         :func:`shared_outcomes`); evidence ``triplets``, ``pairs``, ``audits``,
         ``comparisons`` and ``timed_judgements``; study figure
@@ -431,6 +448,7 @@ def derive_pairwise(
     ]
     judgements = stats.column("judgements")
     stopped = stats.column("pruning_stopped_at")
+    ties_interval = wilson_interval(ties, pairs)
     return Derived(
         annotators=list(annotators),
         indicators={
@@ -439,6 +457,7 @@ def derive_pairwise(
                 ratio(stats.column("time_ms"), stats.column("timed")) / 1000.0
             ),
             TRANSITIVITY_KAPPA.key: json_ready(np.array(transitivity, dtype=float)),
+            TIE_RATE.key: json_ready(tie_rate),
             CONTRADICTION_RATE.key: json_ready(
                 ratio(stats.column("contradictions"), stats.column("audits"))
             ),
@@ -464,6 +483,12 @@ def derive_pairwise(
             ),
             "n_ratings": int(judgements.sum()),
             "n_annotators": int((judgements > 0).sum()),
+        },
+        intervals={
+            str(TIE_RATE.interval): [
+                [*json_ready(np.array(entry[:3])), int(entry[3])] if entry[3] > 0 else None
+                for entry in zip(*ties_interval[:4], strict=True)
+            ]
         },
         matrices={
             "kappa": json_ready(kappa),
