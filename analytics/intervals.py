@@ -153,6 +153,34 @@ def interval_text(entry: Entry, fmt: str = "{:.2f}") -> str:
     return f"{estimate} [{low}, {high}]"
 
 
+#: The pipeline job (:data:`analytics.pipeline.JOBS`) that republishes a question so that
+#: its intervals are recomputed.
+INTERVALS_JOB = "quality.intervals"
+
+
+def intervals_refresh_sweep() -> list[int]:
+    """Schedule a republish of every question whose intervals are older than
+    ``QUALITY_INTERVAL_SECONDS`` and rest on fewer answers than it has; returns their ids.
+
+    Intervals are recomputed when a publish finds them due, and a publish follows answers:
+    when answers stop arriving before the next computation was due, the last set stayed
+    ("intervals from 8 min ago, 65 answers" with 90 present) and flag reasons quoted it. This
+    :data:`analytics.pipeline.SWEEP_HOOKS` hook closes that gap: no set is older than its
+    answers by more than the schedule plus one ``QUALITY_SWEEP_INTERVAL``.
+    """
+    from analytics.config import quality_config
+    from analytics.pipeline import job_schedule
+    from analytics.selectors import questions_with_stale_intervals
+
+    seconds = quality_config().interval_seconds
+    if seconds <= 0:
+        return []
+    stale = questions_with_stale_intervals(seconds=seconds, now=timezone.now())
+    for question_id in stale:
+        job_schedule(job=INTERVALS_JOB, key=question_id)
+    return stale
+
+
 def _due(
     previous: QualitySnapshot | None, seconds: float, now: dt.datetime, n_answers: int
 ) -> bool:
