@@ -206,7 +206,11 @@ def test_pairwise_kappa_with_others_has_its_interval_centred_on_the_live_figure(
     assert sum(value is not None for value in live) == 3
     for value, entry, pairs in zip(live, entries, stored["evidence"]["pairs"], strict=True):
         assert entry[0] == pytest.approx(value, abs=1e-4)
-        assert entry[1] <= entry[0] <= entry[2]
+        if pairs < 30:  # too few shared pairs for the delta method: "too few", not bounds
+            assert entry[1] is None
+            assert entry[2] is None
+        else:
+            assert entry[1] <= entry[0] <= entry[2]
         assert entry[3] == pairs
 
 

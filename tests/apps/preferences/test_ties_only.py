@@ -26,3 +26,21 @@ def test_ties_alone_do_not_complete_the_package_and_are_flagged(db, settings):
     assert "1.00 [" in flag.reason
     assert "above the floor 0.90" in flag.reason
     assert not Flag.objects.filter(annotator=honest, indicator="tie_rate").exists()
+
+
+def test_an_annotator_who_always_picks_the_left_side_is_flagged(db, settings):
+    """The side of each pair is drawn at random, so always answering "A" orders the items at
+    random; transitivity kappa (the only rule before) flagged them only by chance (its
+    jackknife interval over the few counted triplets is wide): the side share flags them."""
+    settings.QUALITY_INTERVAL_SECONDS = 300
+    setup = make_pairwise_study(n_items=40, n_annotators=2)
+    left, honest = setup.annotators
+    answer_all(setup.question, left, lambda a, b: 1)
+    levels = {item.pk: k for k, item in enumerate(setup.items)}
+    answer_all(setup.question, honest, by_level(levels))
+    quality_judgements_rebuild(question_id=setup.question.pk)
+    quality_publish(question_id=setup.question.pk, rebuild=True)
+    flag = Flag.objects.get(question=setup.question, annotator=left, indicator="same_side")
+    assert flag.reason.startswith("picked the left item on ")
+    assert "above the floor 0.90" in flag.reason
+    assert not Flag.objects.filter(annotator=honest, indicator="same_side").exists()
