@@ -30,14 +30,19 @@ Json = dict[str, Any]
 @dataclass(frozen=True)
 class FlagRule:
     """How an indicator is judged: flagged when its robust z lies more than ``z`` on the bad
-    side of the study's median, or past ``floor`` (on the bad side) at any z.
+    side of the study's median, or past ``floor`` (on the bad side) at any z, or (with an
+    interval) when the interval reaches ``reaches`` on the bad side: the figure cannot be
+    told from that reference (MACE trust 0: random answering).
 
-    ``name`` is the indicator's readable name in flag reasons.
+    ``name`` is the indicator's readable name in flag reasons; ``reaches_meaning`` says in
+    words what ``reaches`` stands for.
     """
 
     name: str
     z: float = 3.5
     floor: float | None = None
+    reaches: float | None = None
+    reaches_meaning: str = ""
 
 
 @dataclass(frozen=True)
@@ -176,6 +181,12 @@ class Derived:
     to per-annotator counts; ``intervals`` maps an :attr:`Indicator.interval` key to
     per-annotator ``[estimate, low, high, n]`` (``None``: undefined; see
     :mod:`analytics.intervals`). All values are JSON-ready (nan becomes ``None``).
+
+    Findings computed with the intervals (``study["intervals"]``, see
+    :mod:`analytics.intervals`) may hold ``notes`` (per indicator key, per annotator id: what
+    was compared, in words, put before the flag reason) and ``pairs`` (pair findings such as
+    copied answers: ``{"annotators": [id, id], "indicator", "reason", "figures"}``, flagging
+    both annotators).
     """
 
     annotators: list[int]

@@ -47,12 +47,19 @@ class IntervalSet:
 
     ``samples``: for per-annotator intervals with ``n_effective`` (serially correlated
     samples), the samples behind each annotator's figure, when ``n`` counts another unit.
+    ``notes``: per indicator key, per annotator id, what was compared in words (put before
+    a flag's reason); ``pairs``: findings about two annotators at once (copied answers), each
+    ``{"annotators": [id, id], "indicator", "reason", "figures"}``. Both are stored and
+    carried with the intervals, so a flag never quotes figures fresher or staler than its
+    interval.
     """
 
     annotators: Sequence[int]
     per_annotator: Mapping[str, Interval]
     study: Mapping[str, Interval]
     samples: Mapping[str, Any] = field(default_factory=dict)
+    notes: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
+    pairs: Sequence[Mapping[str, Any]] = ()
 
 
 def in_evidence_units(
@@ -92,6 +99,11 @@ def _entry(
     if n_effective is not None and samples is not None and math.isfinite(n_effective):
         entry += [round(float(n_effective), 1), int(samples)]
     return entry  # type: ignore[return-value]
+
+
+def _notes_json(notes: Mapping[str, Mapping[int, str]]) -> dict[str, dict[str, str]]:
+    """Notes keyed by indicator and annotator id as stored (JSON object keys are strings)."""
+    return {key: {str(a): text for a, text in texts.items()} for key, texts in notes.items()}
 
 
 def _study_entry(interval: Interval) -> Entry:
@@ -141,6 +153,34 @@ def interval_text(entry: Entry, fmt: str = "{:.2f}") -> str:
     return f"{estimate} [{low}, {high}]"
 
 
+#: The pipeline job (:data:`analytics.pipeline.JOBS`) that republishes a question so that
+#: its intervals are recomputed.
+INTERVALS_JOB = "quality.intervals"
+
+
+def intervals_refresh_sweep() -> list[int]:
+    """Schedule a republish of every question whose intervals are older than
+    ``QUALITY_INTERVAL_SECONDS`` and rest on fewer answers than it has; returns their ids.
+
+    Intervals are recomputed when a publish finds them due, and a publish follows answers:
+    when answers stop arriving before the next computation was due, the last set stayed
+    ("intervals from 8 min ago, 65 answers" with 90 present) and flag reasons quoted it. This
+    :data:`analytics.pipeline.SWEEP_HOOKS` hook closes that gap: no set is older than its
+    answers by more than the schedule plus one ``QUALITY_SWEEP_INTERVAL``.
+    """
+    from analytics.config import quality_config
+    from analytics.pipeline import job_schedule
+    from analytics.selectors import questions_with_stale_intervals
+
+    seconds = quality_config().interval_seconds
+    if seconds <= 0:
+        return []
+    stale = questions_with_stale_intervals(seconds=seconds, now=timezone.now())
+    for question_id in stale:
+        job_schedule(job=INTERVALS_JOB, key=question_id)
+    return stale
+
+
 def _due(
     previous: QualitySnapshot | None, seconds: float, now: dt.datetime, n_answers: int
 ) -> bool:
@@ -178,6 +218,8 @@ def publish_intervals(
             "computed_at": now.isoformat(),
             "n_answers": n_answers,
             "study": {key: _study_entry(interval) for key, interval in found.study.items()},
+            **({"notes": _notes_json(found.notes)} if found.notes else {}),
+            **({"pairs": list(found.pairs)} if found.pairs else {}),
         }
         _values_of_interval_figures(derived, kind.indicators)
         return

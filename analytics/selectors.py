@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTextTransform
 from numpy.typing import NDArray
 
@@ -91,6 +91,25 @@ def question_ratings(
 
 def latest_snapshot(*, question: Question) -> QualitySnapshot | None:
     return QualitySnapshot.objects.filter(question=question).order_by("-created_at", "-id").first()
+
+
+def questions_with_stale_intervals(*, seconds: float, now: datetime) -> list[int]:
+    """Questions whose latest snapshot counts more answers than its intervals rest on and
+    whose intervals are ``seconds`` old or older: answers stopped arriving before the
+    intervals were due again, so no publish would refresh them."""
+    latest = QualitySnapshot.objects.filter(question=OuterRef("question")).order_by(
+        "-created_at", "-id"
+    )
+    rows = QualitySnapshot.objects.filter(pk=Subquery(latest.values("pk")[:1])).values_list(
+        "question_id", "n_annotations", "indicators__study__intervals"
+    )
+    return sorted(
+        question_id
+        for question_id, n_answers, meta in rows
+        if meta
+        and n_answers > meta["n_answers"]
+        and (now - datetime.fromisoformat(meta["computed_at"])).total_seconds() >= seconds
+    )
 
 
 class SnapshotPoint(TypedDict):

@@ -43,10 +43,15 @@ def _figures(hit: OutlierFlag, spec: Indicator) -> dict[str, Any]:
 
 
 def _interval_hits(
-    spec: Indicator, entries: Sequence[Sequence[float | None] | None], *, needed: int
+    spec: Indicator,
+    entries: Sequence[Sequence[float | None] | None],
+    *,
+    needed: int,
+    notes: Sequence[str | None] | None = None,
 ) -> list[tuple[int, str, dict[str, Any]]]:
     """Rows, reasons and figures of :func:`flag_with_intervals` on one indicator's stored
-    ``[estimate, low, high, n]`` intervals (the evidence is the interval's own ``n``)."""
+    ``[estimate, low, high, n]`` intervals (the evidence is the interval's own ``n``);
+    ``notes`` (per row) go before the reasons."""
     assert spec.rule is not None
     table = np.array(
         [
@@ -63,9 +68,12 @@ def _interval_hits(
         min_evidence=needed,
         bad_side="low" if spec.direction == "higher" else "high",
         floor=spec.rule.floor,
+        reaches=spec.rule.reaches,
+        reaches_meaning=spec.rule.reaches_meaning,
         z_threshold=spec.rule.z,
         name=spec.rule.name,
         evidence_unit=spec.evidence.replace("_", " "),
+        notes=notes,
     )
     return [
         (
@@ -98,6 +106,8 @@ def _rule_hits(
     if not derived.annotators:
         return hits
     rules = {spec.key: spec.rule for spec in indicators if spec.rule is not None}
+    computed = derived.study.get("intervals", {})
+    notes = computed.get("notes", {})
     for unit, counts in derived.evidence.items():
         group = {
             s.key: s
@@ -109,8 +119,12 @@ def _rule_hits(
         for key, spec in list(group.items()):
             if spec.interval is not None and spec.interval in derived.intervals:
                 del group[key]
+                texts = notes.get(key, {})
                 for row, reason, figures in _interval_hits(
-                    spec, derived.intervals[spec.interval], needed=needed
+                    spec,
+                    derived.intervals[spec.interval],
+                    needed=needed,
+                    notes=[texts.get(str(a)) for a in derived.annotators] if texts else None,
                 ):
                     hits[(derived.annotators[row], key)] = (reason, figures)
         if not group:
@@ -135,8 +149,13 @@ def _rule_hits(
         for hit in found:
             at = (derived.annotators[hit.annotator], hit.indicator)
             hits[at] = (hit.reason, _figures(hit, group[hit.indicator]))
+    present = set(derived.annotators)
+    for finding in computed.get("pairs", []):  # e.g. copied answers: both annotators
+        for annotator in finding["annotators"]:
+            if annotator in present:
+                hits[(annotator, finding["indicator"])] = (finding["reason"], finding["figures"])
     n = derived.study.get("n_ratings", 0)
-    intervals = derived.study.get("intervals", {}).get("study", {})
+    intervals = computed.get("study", {})
     for figure in study_figures:
         value = derived.study.get(figure.key)
         if figure.floor is None or value is None or value >= figure.floor:

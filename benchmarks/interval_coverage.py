@@ -13,6 +13,15 @@ interval should contain it in 93-97 % of 1,000 studies (a binomial spread of +-1
   the HAC interval of ``kappa_sda_hac_interval`` and the percentile block bootstrap of
   ``kappa_sda_bootstrap``.
 
+Small and sparse designs (``--designs``): latent-class raters (3 labels, prevalence
+0.5/0.3/0.2, each answer the true label with probability 0.6, else a uniform draw; exchangeable,
+so every rater's population kappa with others is the latent-class kappa, and MACE's trust is
+0.6 exactly) in dense designs (everyone rates every item) and sparse ones (3 answers per item)
+at 20 and 200 items, 5 and 10 raters: per cell, the share of studies where rater 0's figure
+shows an interval at all (else the dashboard reads "too few"), the coverage of the intervals
+shown and the share of zero-width intervals, for kappa with others (delta method,
+``kappa_with_others_interval``) and MACE trust (profile likelihood, ``mace_trust``).
+
 Runtime: ``indicator_intervals_categorical`` at 50 annotators x 2,000 items (5 labels,
 every item rated by everyone, and 30 % of the ratings present) and
 ``indicator_intervals_traces`` at 20 annotators x 20 traces x 3,000 samples.
@@ -20,11 +29,13 @@ every item rated by everyone, and 30 % of the ratings present) and
 Run from the repository root::
 
     .venv/bin/python -m benchmarks.interval_coverage [--studies 1000] [--skip-timing]
+        [--designs 300] [--skip-classic]
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import time
 
 import numpy as np
@@ -36,6 +47,7 @@ from analytics.metrics import (
     kappa_sda_from_counts,
     kappa_with_others_bootstrap,
 )
+from analytics.metrics.crowd import mace_trust
 from analytics.metrics.intervals import (
     fleiss_kappa_interval,
     indicator_intervals_categorical,
@@ -132,6 +144,61 @@ def coverage(n_studies: int, *, seed: int = 2026) -> dict[str, float]:
     return {key: count / n_studies for key, count in hits.items()}
 
 
+DESIGNS = [
+    (raters, items, per_item)
+    for items in (20, 200)
+    for raters in (5, 10)
+    for per_item in (None, 3)  # None: everyone rates every item
+]
+
+
+def _design_study(rng: np.random.Generator, raters: int, items: int, per_item: int | None):
+    """Latent-class ratings (prior 0.5/0.3/0.2, accuracy 0.6), dense or ``per_item`` each."""
+    ratings = _latent_class(rng, np.array([0.5, 0.3, 0.2]), 0.6, raters, items, 0.0)
+    if per_item is not None:
+        keep = np.argsort(rng.random((raters, items)), axis=0) < per_item
+        ratings[~keep] = np.nan
+    return ratings
+
+
+def design_coverage(
+    n_studies: int, *, seed: int = 23
+) -> list[tuple[str, str, float, float, float]]:
+    """Per design and figure: share with an interval, its coverage, share of zero width."""
+    rng = np.random.default_rng(seed)
+    true_kappa = _latent_class_kappa(np.array([0.5, 0.3, 0.2]), 0.6)
+    rows = []
+    for raters, items, per_item in DESIGNS:
+        name = f"{raters} raters x {items} items, " + (
+            "dense" if per_item is None else f"{per_item} per item"
+        )
+        tallies = {"kappa with others": [0, 0, 0], "MACE trust": [0, 0, 0]}
+        for _ in range(n_studies):
+            ratings = _design_study(rng, raters, items, per_item)
+            for figure, res, true in (
+                ("kappa with others", kappa_with_others_interval(ratings), true_kappa),
+                ("MACE trust", mace_trust(ratings), 0.6),
+            ):
+                low, high = float(res.low[0]), float(res.high[0])
+                if np.isnan(low) or np.isnan(high):
+                    continue
+                tally = tallies[figure]
+                tally[0] += 1
+                tally[1] += low <= true <= high
+                tally[2] += high - low < 1e-9
+        for figure, (shown, covered, zero) in tallies.items():
+            rows.append(
+                (
+                    name,
+                    figure,
+                    shown / n_studies,
+                    covered / shown if shown else float("nan"),
+                    zero / shown if shown else float("nan"),
+                )
+            )
+    return rows
+
+
 def timing(seed: int = 0) -> dict[str, float]:
     """Seconds of one call of each entry point at dashboard scale (1,000 replicates)."""
     rng = np.random.default_rng(seed)
@@ -167,13 +234,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--studies", type=int, default=1000)
     parser.add_argument("--skip-timing", action="store_true")
+    parser.add_argument("--skip-classic", action="store_true")
+    parser.add_argument("--designs", type=int, default=0, help="studies per design cell")
     args = parser.parse_args()
-    start = time.perf_counter()
-    found = coverage(args.studies)
-    print(f"Coverage of 95 % intervals over {args.studies:,} simulated studies")
-    for key, share in found.items():
-        print(f"  {key:<42} {share:6.1%}")
-    print(f"  ({time.perf_counter() - start:.0f} s)")
+    if not args.skip_classic:
+        start = time.perf_counter()
+        found = coverage(args.studies)
+        print(f"Coverage of 95 % intervals over {args.studies:,} simulated studies")
+        for key, share in found.items():
+            print(f"  {key:<42} {share:6.1%}")
+        print(f"  ({time.perf_counter() - start:.0f} s)")
+    if args.designs:
+        start = time.perf_counter()
+        load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        print(f"\nSmall and sparse designs, {args.designs} studies per cell; load: {load}")
+        print("| design | figure | interval shown | coverage (goal 93-97 %) | zero width |")
+        print("|---|---|---|---|---|")
+        for name, figure, shown, covered, zero in design_coverage(args.designs):
+            print(f"| {name} | {figure} | {shown:.0%} | {covered:.1%} | {zero:.1%} |")
+        print(f"({time.perf_counter() - start:.0f} s)")
     if not args.skip_timing:
         print("\nEntry points (1,000 bootstrap replicates where they bootstrap)")
         for key, seconds in timing().items():

@@ -1,6 +1,7 @@
 """Agreement and annotator-quality metrics: pure numpy/scipy/scikit-learn, no Django.
 
-The contract (names, nan rules, conventions) is docs/metrics.md. A ratings matrix is a float
+The reference for Python users (names, nan rules, conventions, the crowd models and the
+flag rules) is docs/metrics.md. A ratings matrix is a float
 array ``(n_annotators, n_items)`` with ``np.nan`` for "not annotated".
 """
 
@@ -32,6 +33,17 @@ from .categorical import (
     label_skew,
     pairwise_confusion,
     pairwise_kappa,
+)
+from .crowd import (
+    ConsensusAgreement,
+    CopierPair,
+    MaceResult,
+    TrustInterval,
+    clopper_pearson,
+    consensus_agreement,
+    copier_pairs,
+    mace,
+    mace_trust,
 )
 from .dawid_skene import DawidSkeneResult, dawid_skene
 from .krippendorff import alpha_from_coincidences, coincidence_matrix, krippendorff_alpha
@@ -135,6 +147,8 @@ __all__ = [
     "EMOTION_COORDINATES",
     "ICC_KINDS",
     "BradleyTerryResult",
+    "ConsensusAgreement",
+    "CopierPair",
     "CubicFit",
     "DTWAlignment",
     "DawidSkeneResult",
@@ -143,10 +157,12 @@ __all__ = [
     "IntervalFlag",
     "LagEstimate",
     "LagRemoval",
+    "MaceResult",
     "OutlierFlag",
     "RepeatAudit",
     "RepeatContradiction",
     "TrendAgreement",
+    "TrustInterval",
     "aad",
     "aad_histogram",
     "aad_rmse",
@@ -166,8 +182,11 @@ __all__ = [
     "bradley_terry",
     "ccc",
     "ccc_matrix",
+    "clopper_pearson",
     "cohen_kappa",
     "coincidence_matrix",
+    "consensus_agreement",
+    "copier_pairs",
     "cosine_similarity_matrix",
     "count_scores",
     "cronbach_alpha",
@@ -208,6 +227,8 @@ __all__ = [
     "label_skew",
     "label_skew_bootstrap",
     "landis_koch_band",
+    "mace",
+    "mace_trust",
     "mds_embedding",
     "mean_accuracy_bootstrap",
     "mean_bootstrap",

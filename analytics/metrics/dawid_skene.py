@@ -240,6 +240,15 @@ def dawid_skene(
         iteration 87, 0.008 away in competence.
     smoothing : float
         Dirichlet pseudo-count added to every confusion cell (keeps log-probabilities finite).
+        The default 0.01 is a prior worth a hundredth of an answer per cell: it matters only
+        where an annotator has few answers per true class, as in sparse crowd designs. In
+        simulated crowds of 30 annotators with 25-35 items each (3 answers per item, 4
+        labels, accuracy 0.7-0.95; ``benchmarks.crowd_flags.crowd_study``, 20 studies)
+        competence moved against a vanishing pseudo-count (1e-10) by 0.005 on average and
+        0.10 at most with 0.01, 0.04 and 0.18 with 0.1, 0.22 and 0.41 with 1 (Laplace), whose
+        prior pulls every confusion row towards uniform and competence towards
+        ``1 / n_labels``; the mean error against the true accuracy was 0.068 at 0.01 and
+        1e-10 alike, 0.23 at 1. Dense designs are hardly moved by any of these.
     start : array_like, shape (n_items, n_labels), optional
         Item posteriors to start from instead of the majority vote (a warm start, e.g. a
         bootstrap replicate started from the full fit's posteriors of its items: the classes

@@ -341,6 +341,7 @@ def kappa_with_others_interval(
     weights: Weights = None,
     confidence: float = 0.95,
     units: ArrayLike | None = None,
+    min_items: int = 30,
 ) -> Interval:
     r"""Each annotator's kappa with others and its large-sample (delta-method) interval.
 
@@ -360,13 +361,23 @@ def kappa_with_others_interval(
         one unit, e.g. a pair and its reversed reading
         (:func:`apps.preferences.quality.symmetric_outcome_ratings`), count together in the
         variance and once in ``n``.
+    min_items : int
+        Fewest items (units) the annotator shares with an eligible colleague for an interval:
+        below it the bounds are nan ("too few"), since the large-sample interval is too
+        narrow there (20 items: 90-91 % coverage in dense designs, 34-48 % in sparse ones;
+        ``benchmarks/interval_coverage.py --designs``) and degenerates to zero width when
+        the few shared items happen to agree
+        (``[[0, 1, nan], [0, 1, 2], [nan, 2, 2]]`` gave low = high = 1).
 
     Returns
     -------
     Interval
         Arrays ``(n_annotators,)``: ``estimate`` =
         :func:`~analytics.metrics.uncertainty.kappa_with_others`, Wald ``low``/``high``
-        (clipped to [-1, 1]), ``n`` = items (units) rated; nan where undefined.
+        (clipped to [-1, 1]), ``n`` = items (units) rated; nan where undefined. The bounds
+        are nan (no interval) below ``min_items`` shared items and wherever the estimated
+        standard error is 0 (every influence 0: a zero-width interval would claim a
+        certainty the data cannot give).
 
     Notes
     -----
@@ -454,6 +465,10 @@ def kappa_with_others_interval(
     low, high = normal_interval(estimate, se, confidence=confidence)
     rated_units = np.unique(data.annotator * n_units + unit_of[data.item])
     rated = np.bincount(rated_units // max(n_units, 1), minlength=m).astype(np.int64)
+    shared_units = np.unique(k[use] * n_units + unit)
+    shared = np.bincount(shared_units // max(n_units, 1), minlength=m)
+    too_few = (shared < min_items) | ~(se > 0)
+    low, high = np.where(too_few, np.nan, low), np.where(too_few, np.nan, high)
     return Interval(estimate, low, high, rated)
 
 

@@ -8,7 +8,7 @@ transitivity-kappa floor) catch the case where everybody is equally bad.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -230,7 +230,7 @@ MIN_TEAM_FOR_ROBUST_Z = 8
 """Fewest annotators with enough evidence for the robust-z rule of :func:`flag_with_intervals`
 (below it, the MAD's small-sample bias and spread make z-scores meaningless)."""
 
-FlagRule = Literal["floor", "robust_z", "separated"]
+FlagRule = Literal["floor", "reaches", "robust_z", "separated"]
 """The rules of :func:`flag_with_intervals`."""
 
 
@@ -242,7 +242,7 @@ class IntervalFlag:
     ----------
     annotator : int
         Row index of the annotator.
-    rule : {"floor", "robust_z", "separated"}
+    rule : {"floor", "reaches", "robust_z", "separated"}
         Which rule fired (see :func:`flag_with_intervals`).
     estimate, low, high : float
         The annotator's figure and its interval.
@@ -270,87 +270,107 @@ def flag_with_intervals(
     min_evidence: int,
     bad_side: Literal["low", "high"] = "low",
     floor: float | None = None,
+    reaches: float | None = None,
+    reaches_meaning: str = "",
     z_threshold: float = 3.5,
     min_team: int = MIN_TEAM_FOR_ROBUST_Z,
     name: str = "value",
     evidence_unit: str = "items",
+    notes: Sequence[str | None] | None = None,
 ) -> list[IntervalFlag]:
     r"""Flag annotators whose interval says they are bad, with a rule that suits small teams.
 
-        Parameters
-        ----------
-        estimate, low, high : array_like, shape (n_annotators,)
-            Each annotator's figure and its interval (nan estimate = undefined: never
-            flagged; nan bounds = no interval, e.g. from a single unit: the value itself is
-            judged, as a point interval, and the reason says "(no interval)").
-        evidence : array_like, shape (n_annotators,)
-            Units behind each figure (items, repeats, triplets, steps).
-        min_evidence : int
-            Annotators with less evidence are neither flagged nor used as colleagues.
-        bad_side : {"low", "high"}
-            Low values are bad (kappa, alpha, competence) or high values are (AAD, skew).
-        floor : float, optional
-            Absolute limit on the bad side (e.g. 0.2 for kappa: "slight" agreement).
-        z_threshold : float
-            Robust z (positive number) at or beyond which the robust-z rule may fire.
-        min_team : int
-            Fewest eligible annotators for the robust-z rule; smaller teams use the separation
-            rule instead.
-        name, evidence_unit : str
-            Words of the reason.
+    Parameters
+    ----------
+    estimate, low, high : array_like, shape (n_annotators,)
+        Each annotator's figure and its interval (nan estimate = undefined: never flagged;
+        nan bounds = no interval, e.g. from a single unit: the value itself is judged, as a
+        point interval, and the reason says "(no interval)").
+    evidence : array_like, shape (n_annotators,)
+        Units behind each figure (items, repeats, triplets, steps).
+    min_evidence : int
+        Annotators with less evidence are neither flagged nor used as colleagues.
+    bad_side : {"low", "high"}
+        Low values are bad (kappa, alpha, competence) or high values are (AAD, skew).
+    floor : float, optional
+        Absolute limit on the bad side (e.g. 0.2 for kappa: "slight" agreement).
+    reaches : float, optional
+        A value the figure must be told apart from (e.g. 0 for MACE trust: random answering):
+        flagged when the interval reaches it on the bad side.
+    reaches_meaning : str
+        What ``reaches`` stands for, in the reason ("random answering").
+    z_threshold : float
+        Robust z (positive number) at or beyond which the robust-z rule may fire.
+    min_team : int
+        Fewest eligible annotators for the robust-z rule; smaller teams use the separation
+        rule instead.
+    name, evidence_unit : str
+        Words of the reason.
+    notes : sequence of str or None, optional
+        Per annotator, a plain-words sentence put before the reason (what was compared, e.g.
+        "agrees with the other annotators' consensus on 9 of 30 items (chance 8)").
 
-        Returns
-        -------
-        list of IntervalFlag
-            At most one per annotator (the first rule that fires, in the order below), by row.
+    Returns
+    -------
+    list of IntervalFlag
+        At most one per annotator (the first rule that fires, in the order below), by row.
 
-        Notes
-        -----
-        Writing everything for ``bad_side="low"`` (mirror it for "high"), eligible annotators
-        :math:`E = \{k : e_k \ge e_{min}, \hat	heta_k 	ext{ defined}\}` and
-        :math:`	ilde	heta_{-k} = \operatorname{med}_{l \in E, l
-    e k} \hat	heta_l`,
-        annotator :math:`k \in E` is flagged by
+    Notes
+    -----
+    Writing everything for ``bad_side="low"`` (mirror it for "high"), eligible annotators
+    :math:`E = \{k : e_k \ge e_{min}, \hat\theta_k \text{ defined}\}` and
+    :math:`\tilde\theta_{-k} = \operatorname{med}_{l \in E, l \ne k} \hat\theta_l`,
+    annotator :math:`k \in E` with interval :math:`[L_k, U_k]` is flagged by
 
-        1. **floor**: the whole interval lies beyond the floor, :math:`U_k < f`. A statement
-           about the annotator alone, valid for any team size.
-        2. **robust_z** (:math:`|E| \ge` ``min_team``): :math:`z_k \le -t` (:func:`robust_z`
-           over :math:`E`) *and* :math:`U_k < 	ilde	heta_{-k}`: extreme among colleagues and
-           reliably below the others' median, not merely noisy.
-        3. **separated** (:math:`2 \le |E| <` ``min_team``): :math:`U_k < \min_{l \in E, l
-    e
-           k} L_l`, the interval lies wholly below every colleague's interval: a leave-one-out
-           comparison that needs no scale estimate.
+    1. **floor**: the whole interval lies beyond the floor, :math:`U_k < f`. A statement
+       about the annotator alone, valid for any team size.
+    2. **reaches**: the interval reaches the reference value, :math:`L_k \le r`: the figure
+       cannot be told from it (e.g. MACE trust 0, random answering). Also about the
+       annotator alone; it needs the minimum evidence, since every interval of a handful of
+       items reaches the reference.
+    3. **robust_z** (:math:`|E| \ge` ``min_team``): :math:`z_k \le -t` (:func:`robust_z`
+       over :math:`E`) *and* :math:`U_k < \tilde\theta_{-k}`: extreme among colleagues and
+       reliably below the others' median, not merely noisy.
+    4. **separated** (:math:`2 \le |E| <` ``min_team``): :math:`U_k < \min_{l \in E, l \ne
+       k} L_l`, the interval lies wholly below every colleague's interval: a leave-one-out
+       comparison that needs no scale estimate.
 
-        Why not the robust z for small teams: the MAD of 5 values is a median of 5 distances,
-        so it can be near 0 when 3 colleagues happen to agree closely, and then any colleague
-        gets an enormous z (AAD z = 23.4 on 5 annotators); its small-sample bias needs
-        correction factors that differ markedly from 1 up to n = 9 (Rousseeuw & Croux 1993).
-        Non-overlap of two 95 % intervals is a conservative test of a difference (Schenker &
-        Gentleman 2001: it rejects at well under 5 %), so the separation rule errs towards not
-        flagging, which is the right side for a small team.
+    Why not the robust z for small teams: the MAD of 5 values is a median of 5 distances,
+    so it can be near 0 when 3 colleagues happen to agree closely, and then any colleague
+    gets an enormous z (AAD z = 23.4 on 5 annotators); its small-sample bias needs
+    correction factors that differ markedly from 1 up to n = 9 (Rousseeuw & Croux 1993).
+    Non-overlap of two 95 % intervals is a conservative test of a difference (Schenker &
+    Gentleman 2001: it rejects at well under 5 %), so the separation rule errs towards not
+    flagging, which is the right side for a small team.
 
-        References
-        ----------
-        Iglewicz, B. & Hoaglin, D. C. (1993). How to Detect and Handle Outliers. ASQC Quality
-        Press (the 3.5 cut-off of the modified z-score).
+    References
+    ----------
+    Iglewicz, B. & Hoaglin, D. C. (1993). How to Detect and Handle Outliers. ASQC Quality
+    Press (the 3.5 cut-off of the modified z-score).
 
-        Rousseeuw, P. J. & Croux, C. (1993). Alternatives to the median absolute deviation.
-        Journal of the American Statistical Association 88(424), 1273-1283.
-        doi:10.1080/01621459.1993.10476408
+    Rousseeuw, P. J. & Croux, C. (1993). Alternatives to the median absolute deviation.
+    Journal of the American Statistical Association 88(424), 1273-1283.
+    doi:10.1080/01621459.1993.10476408
 
-        Schenker, N. & Gentleman, J. F. (2001). On judging the significance of differences by
-        examining the overlap between confidence intervals. The American Statistician 55(3),
-        182-186. doi:10.1198/000313001317097960
+    Schenker, N. & Gentleman, J. F. (2001). On judging the significance of differences by
+    examining the overlap between confidence intervals. The American Statistician 55(3),
+    182-186. doi:10.1198/000313001317097960
 
-        Examples
-        --------
-        >>> flags = flag_with_intervals(
-        ...     [0.55, 0.52, 0.06, 0.60, 0.49], [0.45, 0.41, -0.05, 0.50, 0.38],
-        ...     [0.65, 0.63, 0.17, 0.70, 0.60], [200, 180, 180, 150, 210],
-        ...     min_evidence=20, floor=0.2, name="kappa with others")
-        >>> [(f.annotator, f.rule, f.reason) for f in flags]
-        [(2, 'floor', 'kappa with others 0.06 [-0.05, 0.17], below the floor 0.20; 180 items')]
+    Examples
+    --------
+    >>> flags = flag_with_intervals(
+    ...     [0.55, 0.52, 0.06, 0.60, 0.49], [0.45, 0.41, -0.05, 0.50, 0.38],
+    ...     [0.65, 0.63, 0.17, 0.70, 0.60], [200, 180, 180, 150, 210],
+    ...     min_evidence=20, floor=0.2, name="kappa with others")
+    >>> [(f.annotator, f.rule, f.reason) for f in flags]
+    [(2, 'floor', 'kappa with others 0.06 [-0.05, 0.17], below the floor 0.20; 180 items')]
+    >>> flags = flag_with_intervals(
+    ...     [0.9, 0.05], [0.7, 0.0], [1.0, 0.4], [30, 30], min_evidence=20, reaches=0.0,
+    ...     reaches_meaning="random answering", name="trust (MACE)",
+    ...     notes=[None, "agrees with the others' consensus on 9 of 30 items (chance 8)"])
+    >>> flags[0].reason  # doctest: +NORMALIZE_WHITESPACE
+    "agrees with the others' consensus on 9 of 30 items (chance 8); trust (MACE) 0.05
+    [0.00, 0.40], interval reaches 0.00 (random answering); 30 items"
     """
     if bad_side not in ("low", "high"):
         raise ValueError(f"bad_side must be 'low' or 'high'; got {bad_side!r}")
@@ -360,6 +380,8 @@ def flag_with_intervals(
     if any(a.ndim != 1 or a.shape != arrays[0].shape for a in arrays):
         raise ValueError("estimate, low, high and evidence must be 1-D arrays of one length")
     est, lo, hi, counts = arrays
+    if notes is not None and len(notes) != est.size:
+        raise ValueError(f"notes must hold one entry per annotator ({est.size}); got {len(notes)}")
     # mirror "high is bad" to "low is bad": negate and swap the bounds
     sign = 1.0 if bad_side == "low" else -1.0
     est, lo, hi = sign * est, np.where(sign > 0, lo, -hi), np.where(sign > 0, hi, -lo)
@@ -379,6 +401,10 @@ def flag_with_intervals(
         statement = ""
         if floor is not None and hi[k] < sign * floor:
             rule, statement = "floor", f"{side} the floor {floor:.2f}"
+        elif reaches is not None and lo[k] <= sign * reaches:
+            rule = "reaches"
+            statement = f"{'interval reaches' if not pointwise[k] else 'at'} {reaches:.2f}"
+            statement += f" ({reaches_meaning})" if reaches_meaning else ""
         elif others.size and team.size >= min_team:
             median = float(np.median(est[others]))
             if z[k] <= -z_threshold and hi[k] < median:
@@ -395,6 +421,8 @@ def flag_with_intervals(
         value, bounds = sign * est[k], sorted((sign * lo[k], sign * hi[k]))
         shown = " (no interval)" if pointwise[k] else f" [{bounds[0]:.2f}, {bounds[1]:.2f}]"
         reason = f"{name} {value:.2f}{shown}, {statement}; {int(counts[k])} {evidence_unit}"
+        if notes is not None and notes[k]:
+            reason = f"{notes[k]}; {reason}"
         flags.append(
             IntervalFlag(int(k), rule, float(value), bounds[0], bounds[1], int(counts[k]), reason)
         )

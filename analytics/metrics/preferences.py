@@ -314,7 +314,7 @@ def transitivity_kappa_from_counts(
 
 
 def transitivity_kappa(
-    judgements: Iterable[Judgement], *, strict: bool = False, chance: Chance = "amidei"
+    judgements: Iterable[Judgement], *, strict: bool = False, chance: Chance = "observed"
 ) -> float:
     """Amidei's transitivity kappa: chance-corrected share of transitive triplets.
 
@@ -326,16 +326,19 @@ def transitivity_kappa(
         :func:`audit_contradictions` for the disagreements between repeats).
     strict : bool, default False
         Strict preferences: P(E) = 3/4 and a tie raises ``ValueError``.
-    chance : {"amidei", "observed"}, default "amidei"
-        ``"amidei"``: the paper's fixed P(E) (13/27, or 3/4 strict). ``"observed"``: P(E) of
-        an annotator answering at random with this annotator's own tie rate (the share of
-        ties among the judged pairs; :func:`transitivity_chance`), so that a random annotator
-        sits near 0 whatever their tie rate.
+    chance : {"observed", "amidei"}, default "observed"
+        ``"observed"`` (the dashboard's level): P(E) of an annotator answering at random with
+        this annotator's own tie rate (the share of ties among the judged pairs;
+        :func:`transitivity_chance`), so that a random annotator sits near 0 whatever their
+        tie rate. ``"amidei"``: the paper's fixed P(E) (13/27, or 3/4 strict), which gives a
+        random annotator who never ties about 0.52 and one who ties everything 1.0.
 
     Returns
     -------
     float
-        K; nan when no triplet has all three pairs judged, or P(E) = 1.
+        K; nan when no triplet has all three pairs judged, or P(E) = 1 (every answer a tie:
+        ties alone say nothing about consistency; the dashboard flags such an annotator by
+        the tie rate itself).
 
     Notes
     -----
@@ -363,10 +366,10 @@ def transitivity_kappa(
     One transitive and one cyclic triplet:
 
     >>> judgements = [(1, 2, 1), (2, 3, 1), (1, 3, 1), (4, 5, 1), (5, 6, 1), (6, 4, 1)]
-    >>> round(transitivity_kappa(judgements), 4)
-    0.0357
-    >>> round(transitivity_kappa(judgements, chance="observed"), 4)  # no ties: P(E) = 3/4
+    >>> round(transitivity_kappa(judgements), 4)  # no ties: P(E) = 3/4
     -1.0
+    >>> round(transitivity_kappa(judgements, chance="amidei"), 4)
+    0.0357
     >>> transitivity_kappa([("a", "b", 0)])
     nan
     """

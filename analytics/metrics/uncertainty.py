@@ -1696,7 +1696,7 @@ def transitivity_kappa_jackknife(
     judgements: Iterable[Judgement],
     *,
     strict: bool = False,
-    chance: Chance = "amidei",
+    chance: Chance = "observed",
     confidence: float = 0.95,
 ) -> Interval:
     r"""Transitivity kappa with a delete-one-item jackknife interval.
@@ -1707,9 +1707,9 @@ def transitivity_kappa_jackknife(
         One annotator's judgements (the latest judgement of a repeated pair counts).
     strict : bool
         Strict preferences (chance level 3/4; a tie raises ``ValueError``).
-    chance : {"amidei", "observed"}
-        Chance level as in :func:`~analytics.metrics.transitivity_kappa`; with
-        ``"observed"`` each jackknife replicate uses its own tie rate.
+    chance : {"observed", "amidei"}
+        Chance level as in :func:`~analytics.metrics.transitivity_kappa` (default, as on the
+        dashboard: the annotator's own tie rate; each jackknife replicate uses its own).
     confidence : float
         Two-sided coverage.
 
@@ -1756,7 +1756,7 @@ def transitivity_kappa_jackknife(
     >>> score = rng.standard_normal(12)
     >>> judgements = [(a, b, 1 if score[a] - score[b] + rng.normal(0, 1.5) > 0 else -1)
     ...               for a in range(12) for b in range(a + 1, 12)]
-    >>> res = transitivity_kappa_jackknife(judgements, chance="observed")
+    >>> res = transitivity_kappa_jackknife(judgements)
     >>> round(res.estimate, 3), round(res.low, 3), round(res.high, 3), res.n
     (0.4, -0.123, 0.923, 12)
     """
@@ -1824,7 +1824,7 @@ def transitivity_kappa_jackknife_counted(
     counted: CountedTriplets,
     *,
     strict: bool = False,
-    chance: Chance = "amidei",
+    chance: Chance = "observed",
     confidence: float = 0.95,
 ) -> Interval:
     r"""Transitivity kappa of counted triplets with a delete-one-item jackknife interval.
@@ -1842,8 +1842,9 @@ def transitivity_kappa_jackknife_counted(
     Interval
         ``estimate`` = :func:`~analytics.metrics.transitivity_kappa_from_counts` of the counts
         (with the tie rate of ``pairs`` under ``chance="observed"``), the jackknife interval
-        clipped to kappa's range, ``n`` = items judged, ``replicates`` = the kappas without
-        each item.
+        clipped to kappa's range (nan bounds when every replicate is alike: at 10 items a
+        fully transitive sample gave [1.0, 1.0] in 24 % of studies of true K = 0.88),
+        ``n`` = items judged, ``replicates`` = the kappas without each item.
 
     Notes
     -----
@@ -1857,7 +1858,7 @@ def transitivity_kappa_jackknife_counted(
     --------
     >>> counted = complete_triplets([(0, 1, 1), (1, 2, 1), (0, 2, 1), (2, 3, 1), (1, 3, 1),
     ...                              (0, 3, -1)])
-    >>> res = transitivity_kappa_jackknife_counted(counted, chance="observed")
+    >>> res = transitivity_kappa_jackknife_counted(counted)
     >>> res.estimate, res.n  # 2 of 4 triplets transitive, chance 3/4 without ties
     (-1.0, 4)
     """
@@ -1892,6 +1893,8 @@ def transitivity_kappa_jackknife_counted(
     if math.isnan(estimate) or defined.size < 2:
         return Interval(estimate, math.nan, math.nan, n_items, replicates)
     se = math.sqrt((defined.size - 1) / defined.size * np.sum((defined - defined.mean()) ** 2))
+    if not se > 0:  # every replicate alike (all transitive): no interval, not [1.0, 1.0]
+        return Interval(estimate, math.nan, math.nan, n_items, replicates)
     # kappa's range: [K at P(A) = 0, 1] with the data's chance level
     floor = kappa(0, 1, whole[2], whole[3])
     low, high = normal_interval(estimate, se, confidence=confidence, bounds=(floor, 1.0))

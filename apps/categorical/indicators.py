@@ -29,14 +29,27 @@ from analytics.indicators import (
     pair_matrices,
     with_others,
 )
+from analytics.intervals import IntervalSet
 from analytics.metrics.aad import aad, aad_rmse_per_item
 from analytics.metrics.categorical import kappa_from_confusion
+from analytics.metrics.crowd import consensus_agreement, copier_pairs, mace, mace_trust
 from analytics.metrics.dawid_skene import dawid_skene
+from analytics.metrics.intervals import indicator_intervals_categorical
 from analytics.metrics.krippendorff import alpha_from_coincidences
+from analytics.metrics.uncertainty import (
+    Interval,
+    dawid_skene_competence_bootstrap,
+    label_skew_bootstrap,
+)
 from analytics.models import ItemDisagreement, QualitySnapshot, QualityState
 from analytics.selectors import question_ratings
 from analytics.sufficient_stats import CategoricalStats
 from apps.studies.models import Question
+
+#: The Dawid-Skene competence interval: replicates, each a SQUAREM-accelerated EM refit run to
+#: convergence (warm-started from the full fit). About 7 s on the Rzhetsky data
+#: (8 x 15,521), in the background.
+DS_BOOTSTRAP = 50
 
 # Kappa floor 0.2: "slight" or worse (Landis & Koch).
 ITEMS_DONE = Indicator("items_done", "Items", "{:.0f}")
@@ -83,7 +96,38 @@ DS_COMPETENCE = Indicator(
     rule=FlagRule("Dawid-Skene competence"),
     interval="ds_competence",
 )
-INDICATORS = (ITEMS_DONE, SECONDS_PER_ITEM, COHEN_KAPPA, AAD, SKEW, RETEST_KAPPA, DS_COMPETENCE)
+MACE_TRUST = Indicator(
+    "mace_trust",
+    "Trust (MACE)",
+    direction="higher",
+    rule=FlagRule(
+        "trust (MACE)",
+        reaches=0.0,
+        reaches_meaning="the answers fit random answering as well as knowing the label",
+    ),
+    interval="mace_trust",
+    live=False,
+)
+CONSENSUS = Indicator(
+    "consensus_agreement",
+    "Agrees with the others' consensus",
+    direction="higher",
+    interval="consensus_agreement",
+    live=False,
+)
+#: The flag key of a pair of annotators with near-identical answers (:func:`crowd_figures`).
+COPYING = "copying"
+INDICATORS = (
+    ITEMS_DONE,
+    SECONDS_PER_ITEM,
+    COHEN_KAPPA,
+    AAD,
+    SKEW,
+    RETEST_KAPPA,
+    DS_COMPETENCE,
+    MACE_TRUST,
+    CONSENSUS,
+)
 #: Krippendorff (2004): 0.667 is the lowest alpha for tentative conclusions.
 ALPHA = StudyFigure(
     "alpha", "Krippendorff alpha", qualifier="alpha_level", floor=0.667, headline=True
@@ -285,6 +329,116 @@ def derive_competence(
         return [None] * ratings.shape[0], {}
     fit = dawid_skene(ratings)
     return json_ready(fit.competence), {"ds_iterations": fit.n_iter, "ds_converged": fit.converged}
+
+
+def crowd_figures(
+    ratings: NDArray[np.float64], annotators: Sequence[int], names: Mapping[int, str]
+) -> tuple[dict[str, Interval], dict[str, dict[int, str]], list[dict[str, Any]]]:
+    """The crowd models of a round-1 ratings matrix (rows: ``annotators``), for sparse designs.
+
+    Returns
+    -------
+    intervals : dict
+        ``mace_trust`` (:func:`~analytics.metrics.crowd.mace_trust`: profile-likelihood
+        interval) and ``consensus_agreement`` (share of the annotator's items where it gave
+        the other annotators' consensus label; Clopper-Pearson interval), ``n`` in compared
+        items.
+    notes : dict
+        ``{"mace_trust": {user id: "agrees with the other annotators' consensus on 9 of 30
+        items (chance 8)"}}``: what the trust flag compared, in words.
+    pairs : list of dict
+        One finding per pair of :func:`~analytics.metrics.crowd.copier_pairs`, flagging both
+        annotators under :data:`COPYING` with a reason that names the other (``names``).
+    """
+    if np.isnan(ratings).all():
+        return {}, {}, []
+    fit = mace(ratings)
+    trust = mace_trust(ratings, fit=fit)
+    agreement = consensus_agreement(ratings, fit=fit)
+    intervals = {
+        MACE_TRUST.key: Interval(trust.estimate, trust.low, trust.high, trust.n),
+        CONSENSUS.key: Interval(agreement.rate, agreement.low, agreement.high, agreement.n),
+    }
+    notes = {
+        MACE_TRUST.key: {
+            int(a): (
+                f"agrees with the other annotators' consensus on {agreement.agree[k]} of "
+                f"{agreement.n[k]} items (chance {agreement.chance[k]:.0f})"
+            )
+            for k, a in enumerate(annotators)
+            if agreement.n[k] > 0
+        }
+    }
+    pairs = []
+    for pair in copier_pairs(ratings):
+        ids = [int(annotators[pair.first]), int(annotators[pair.second])]
+        for me, other in (ids, ids[::-1]):
+            pairs.append(
+                {
+                    "annotators": [me],
+                    "indicator": COPYING,
+                    "reason": (
+                        f"gave the same answer as {names.get(other, f'#{other}')} on "
+                        f"{pair.same} of {pair.shared} shared items; their agreement with the "
+                        f"other annotators predicts {pair.expected:.0f} (exact binomial "
+                        f"p = {pair.p_value:.1g}): one may copy the other, or both answer "
+                        "from one account or script"
+                    ),
+                    "figures": {
+                        "value": round(pair.same / pair.shared, 4),
+                        "expected": round(pair.expected / pair.shared, 4),
+                        "evidence": pair.shared,
+                        "unit": "items",
+                        "p_value": pair.p_value,
+                        "with": other,
+                    },
+                }
+            )
+    return intervals, notes, pairs
+
+
+def ratings_intervals(
+    matrix: NDArray[np.float64],
+    *,
+    annotators: Sequence[int],
+    scale: LabelScale,
+    min_overlap: int,
+    seed: int,
+    names: Mapping[int, str],
+) -> IntervalSet:
+    """The intervals (and crowd findings) that need only the round-1 ratings ``matrix``
+    (value codes; rows ``annotators``): kappa with others, AAD, alpha, Fleiss' kappa
+    (:func:`indicator_intervals_categorical`; ordered scales on scale positions), Dawid-Skene
+    competence (item bootstrap, :data:`DS_BOOTSTRAP` warm-started refits), label skew and
+    :func:`crowd_figures`. The kind adds what needs the stored state (test-retest, seconds).
+    """
+    codes = np.arange(len(scale.keys))
+    # ordered: the codes become scale positions (ranks), as the estimators expect
+    position = scale.ranks if scale.ordered else codes.astype(float)
+    ratings = np.full_like(matrix, np.nan)
+    known = ~np.isnan(matrix)
+    ratings[known] = position[matrix[known].astype(int)]
+    found = indicator_intervals_categorical(
+        ratings,
+        ordered=scale.ordered,
+        weights=None,
+        coordinates={float(position[c]): tuple(scale.points[c]) for c in codes},
+        min_overlap=min_overlap,
+        seed=seed,
+    )
+    if known.any():
+        found[DS_COMPETENCE.key] = dawid_skene_competence_bootstrap(
+            matrix, n_boot=DS_BOOTSTRAP, warm=True, seed=seed
+        )._replace(replicates=None)
+    found[SKEW.key] = label_skew_bootstrap(matrix, n_values=len(scale.keys), seed=seed)._replace(
+        replicates=None
+    )
+    crowd, notes, pairs = crowd_figures(matrix, annotators, names)
+    found.update(crowd)
+    study = {key: found.pop(key) for key in ("alpha", "fleiss_kappa") if key in found}
+    return IntervalSet(
+        annotators=list(annotators), per_annotator=found, study=study, notes=notes, pairs=pairs
+    )
 
 
 def label_scale(question: Question, value_keys: Sequence[str]) -> LabelScale:

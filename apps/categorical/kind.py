@@ -5,21 +5,20 @@ Registered once in ``settings.QUESTION_KINDS`` as ``apps.categorical.kind.CATEGO
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from analytics.config import quality_config
 from analytics.indicators import Derived, Indicator
 from analytics.intervals import IntervalSet
-from analytics.metrics.intervals import indicator_intervals_categorical, retest_kappa_interval
+from analytics.metrics.intervals import retest_kappa_interval
 from analytics.metrics.uncertainty import (
-    Interval,
-    dawid_skene_competence_bootstrap,
-    label_skew_bootstrap,
     mean_t_interval,
 )
 from analytics.models import QualitySnapshot, QualityState
@@ -38,10 +37,6 @@ from apps.studies.kinds import QuestionKind
 from apps.studies.models import Label, Question, shortcut_problem
 
 MAX_HISTOGRAM_BARS = 6
-#: The Dawid-Skene competence interval: replicates, each a SQUAREM-accelerated EM refit run to
-#: convergence (warm-started from the full fit). About 7 s on the Rzhetsky data
-#: (8 x 15,521), in the background.
-DS_BOOTSTRAP = 50
 
 
 def aad_histograms(matrices: dict, names: list[str]) -> dict | None:
@@ -171,11 +166,13 @@ class CategoricalKind(QuestionKind):
         computes unweighted kappa from the pair confusions). Test-retest kappa: the Wald
         interval of the state's own retest tables (:func:`retest_kappa_interval`, nan below
         ``QUALITY_MIN_REPEATS``). Dawid-Skene competence: an item bootstrap
-        (:data:`DS_BOOTSTRAP` replicates, each an EM refit to convergence warm-started from
+        (:data:`figures.DS_BOOTSTRAP` replicates, each an EM refit to convergence warm-started from
         the full fit). Seconds per item: Student's t interval of the
         mean over the annotator's timed answers (:func:`quality.answer_seconds`), ``n`` in
         timed answers. Label skew: an item bootstrap of the round-1 label counts
-        (:func:`label_skew_bootstrap`, biased upwards near 0)."""
+        (:func:`label_skew_bootstrap`, biased upwards near 0). MACE trust, agreement with the
+        others' consensus and copied answers: :func:`figures.crowd_figures` (the models that
+        work in sparse crowd designs)."""
         state = QualityState.objects.filter(question=question).first()
         if state is None or not state.annotator_ids:
             return None
@@ -184,44 +181,28 @@ class CategoricalKind(QuestionKind):
             annotator_ids=state.annotator_ids,
             value_keys=state.value_keys,
         )
-        scale = figures.label_scale(question, state.value_keys)
-        codes = np.arange(len(state.value_keys))
-        # ordered: the codes become scale positions (ranks), as the estimators expect
-        position = scale.ranks if scale.ordered else codes.astype(float)
-        ratings = np.full_like(matrix, np.nan)
-        known = ~np.isnan(matrix)
-        ratings[known] = position[matrix[known].astype(int)]
         config = quality_config().for_question(question.settings)
-        found = indicator_intervals_categorical(
-            ratings,
-            ordered=scale.ordered,
-            weights=None,
-            coordinates={float(position[c]): tuple(scale.points[c]) for c in codes},
+        users = get_user_model().objects.filter(pk__in=state.annotator_ids)
+        found = figures.ratings_intervals(
+            matrix,
+            annotators=state.annotator_ids,
+            scale=figures.label_scale(question, state.value_keys),
             min_overlap=config.min_overlap,
             seed=question.pk,
+            names=dict(users.values_list("pk", "username")),
         )
         stats = figures.stored_stats(state)
-        found["retest_kappa"] = retest_kappa_interval(
-            stats.retest, min_repeats=config.evidence_needed("repeats")
-        )
-        if known.any():
-            found["ds_competence"] = dawid_skene_competence_bootstrap(
-                matrix,
-                n_boot=DS_BOOTSTRAP,
-                warm=True,
-                seed=question.pk,
-            )._replace(replicates=None)
-        found[figures.SKEW.key] = label_skew_bootstrap(
-            matrix, n_values=len(state.value_keys), seed=question.pk
-        )._replace(replicates=None)
-        found[figures.SECONDS_PER_ITEM.key] = mean_t_interval(
-            *quality.answer_seconds(question.pk, state.annotator_ids),
-            n_groups=len(state.annotator_ids),
-        )
-        study: dict[str, Interval] = {
-            key: found.pop(key) for key in ("alpha", "fleiss_kappa") if key in found
+        per_annotator = {
+            **found.per_annotator,
+            "retest_kappa": retest_kappa_interval(
+                stats.retest, min_repeats=config.evidence_needed("repeats")
+            ),
+            figures.SECONDS_PER_ITEM.key: mean_t_interval(
+                *quality.answer_seconds(question.pk, state.annotator_ids),
+                n_groups=len(state.annotator_ids),
+            ),
         }
-        return IntervalSet(annotators=state.annotator_ids, per_annotator=found, study=study)
+        return dataclasses.replace(found, per_annotator=per_annotator)
 
     def dashboard_context(
         self, *, question: Question, snapshot: QualitySnapshot, names: list[str], plots: bool

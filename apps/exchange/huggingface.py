@@ -33,9 +33,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+import numpy as np
 from django.http import FileResponse
 from django.utils import timezone
 
+from analytics.metrics.uncertainty import alpha_bootstrap
 from analytics.selectors import excluded_annotator_ids
 from apps.annotations.exporting import annotation_export_rows, provenance
 from apps.continuous.exporting import TRACE_SCHEMA, trace_rows
@@ -108,6 +110,9 @@ class _Table:
     features: dict[str, Any]
     rows: Iterable[Mapping[str, Any]]
     summary: dict[str, Any] = field(default_factory=dict)
+    #: Round-1 (annotator, item, scale index) of the rows written (categorical questions),
+    #: filled as the rows stream out: the card's figures are computed on exactly these.
+    round_one: list[tuple[str, str, int]] = field(default_factory=list)
 
     @property
     def path(self) -> str:
@@ -166,6 +171,10 @@ def dataset_zip(
         for table in tables:
             record["files"][table.path] = _write(archive, table)
             if table.summary:
+                if table.round_one:
+                    table.summary["curated_figures"] = _figures_of_rows(
+                        table.round_one, ordered=table.summary["ordered"]
+                    )
                 record["questions"].append(table.summary)
         for summary in record["questions"]:
             summary["quality"] = _dashboard_figures(summary, record["export"]["quality"])
@@ -229,13 +238,19 @@ def _question_table(
     if question.kind == Question.Kind.CATEGORICAL:
         labels = list(question.labels.all())
         summary["labels"] = [{"name": label.key, "display": label.name} for label in labels]
+        round_one: list[tuple[str, str, int]] = []
         rows = _categorical_rows(
-            question, labels, curated=curated, identity=identity, summary=summary
+            question,
+            labels,
+            curated=curated,
+            identity=identity,
+            summary=summary,
+            round_one=round_one,
         )
         features = hf_features(
             CATEGORICAL_SCHEMA, class_labels={"label": [label.key for label in labels]}
         )
-        return _Table(question.key, CATEGORICAL_SCHEMA, features, rows, summary)
+        return _Table(question.key, CATEGORICAL_SCHEMA, features, rows, summary, round_one)
     if question.kind == Question.Kind.CONTINUOUS:
         recordings = current_traces(question=question).exclude(annotator_id__in=left_out)
         rows = _noting_annotators(trace_rows(recordings, name=name), summary)
@@ -244,6 +259,36 @@ def _question_table(
         judgement_rows(question=question, name=name, left_out=left_out), summary
     )
     return _Table(question.key, JUDGEMENT_SCHEMA, hf_features(JUDGEMENT_SCHEMA), rows, summary)
+
+
+#: Bootstrap replicates of the card's own alpha interval (a few hundred ms at 50 x 2,000).
+CARD_BOOTSTRAP = 500
+
+
+def _figures_of_rows(triples: Sequence[tuple[str, str, int]], *, ordered: bool) -> dict[str, Any]:
+    """Krippendorff's alpha (ordinal on an ordered scale) with its item-bootstrap interval,
+    computed once on the round-1 rows the file ships, and what they are: annotators, answers,
+    items with two or more answers."""
+    annotators = sorted({t[0] for t in triples})
+    items = sorted({t[1] for t in triples})
+    row, col = {a: k for k, a in enumerate(annotators)}, {i: k for k, i in enumerate(items)}
+    ratings = np.full((len(annotators), len(items)), np.nan)
+    for annotator, item, code in triples:
+        ratings[row[annotator], col[item]] = code
+    level = "ordinal" if ordered else "nominal"
+    alpha = alpha_bootstrap(ratings, level=level, n_boot=CARD_BOOTSTRAP, seed=0)
+    return {
+        "annotators": len(annotators),
+        "answers": len(triples),
+        "level": level,
+        "alpha": [_rounded(alpha.estimate), _rounded(alpha.low), _rounded(alpha.high)],
+        "items": int(alpha.n),
+    }
+
+
+def _rounded(x: Any) -> float | None:
+    value = float(x)
+    return round(value, 6) if np.isfinite(value) else None
 
 
 def _noting_annotators(
@@ -263,9 +308,10 @@ def _categorical_rows(
     curated: bool,
     identity: str,
     summary: dict[str, Any],
+    round_one: list[tuple[str, str, int]],
 ) -> Iterator[dict[str, Any]]:
     """The question's current answers with the label as its scale index; notes the round-1
-    annotators as it goes."""
+    annotators and answers (into ``round_one``) as it goes."""
     index = {label.key: k for k, label in enumerate(labels)}
     annotators: set[str] = set()
     rows = annotation_export_rows(
@@ -275,6 +321,7 @@ def _categorical_rows(
         label = index[row["label"]]
         if row["round"] == 1:
             annotators.add(row["annotator"])
+            round_one.append((row["annotator"], row["item"], label))
         yield {
             "item": row["item"],
             "annotator": row["annotator"],
@@ -390,6 +437,21 @@ def _question_section(summary: Mapping[str, Any]) -> list[str]:
             ),
             "",
         ]
+    own = summary.get("curated_figures")
+    if own:
+        estimate, low, high = own["alpha"]
+        shown = (
+            "too little overlap"
+            if estimate is None
+            else f"{estimate:.3f}"
+            + ("" if low is None else f" [{low:.3f}, {high:.3f}] (95 %, item bootstrap)")
+        )
+        lines += [
+            f"On the rows in these files (round 1: {own['annotators']} annotators, "
+            f"{own['answers']:,} answers, {own['items']:,} items with two or more): "
+            f"Krippendorff alpha ({own['level']}) {shown}.",
+            "",
+        ]
     quality = summary.get("quality", {})
     for figure in quality.get("study", {}).values():
         if figure["value"] is None:
@@ -418,11 +480,18 @@ def _question_section(summary: Mapping[str, Any]) -> list[str]:
         left_out = quality["left_out"]
         note = f", {left_out} of them left out of these files" if left_out else ""
         when = quality["intervals"]["computed_at"][:19] if quality["intervals"] else None
+        differs = (
+            " These figures describe the dashboard's answers, not these files: they count the "
+            "annotators left out too."
+            if left_out
+            else ""
+        )
         lines += [
             "",
             f"As on the studio's quality dashboard: round 1, all {quality['annotators']} "
             f"annotators of the question{note}"
-            + (f"; intervals computed {when} UTC." if when else "; no interval computed yet."),
+            + (f"; intervals computed {when} UTC." if when else "; no interval computed yet.")
+            + differs,
             "",
         ]
     return lines

@@ -39,10 +39,16 @@ from analytics.indicators import (
 )
 from analytics.intervals import IntervalSet, in_evidence_units
 from analytics.metrics.categorical import kappa_from_confusion, pairwise_confusion
+from analytics.metrics.crowd import clopper_pearson
 from analytics.metrics.intervals import indicator_intervals_pairwise, kappa_with_others_interval
 from analytics.metrics.krippendorff import coincidence_matrix
 from analytics.metrics.preferences import transitivity_kappa_from_counts
-from analytics.metrics.uncertainty import CountedTriplets, mean_t_interval, wilson_interval
+from analytics.metrics.uncertainty import (
+    CountedTriplets,
+    Interval,
+    mean_t_interval,
+    wilson_interval,
+)
 from analytics.models import QualityState
 from analytics.pipeline import annotator_index, publish_after_commit, state_for_update
 from analytics.sufficient_stats import PAIRWISE_COLUMNS, PairwiseStats
@@ -86,6 +92,33 @@ OUTCOME_KAPPA = Indicator(
     evidence="pairs",
     interval="outcome_kappa",
 )
+#: An annotator who answers "equal" to (nearly) everything: transitivity kappa is undefined
+#: for ties alone (chance level 1), so the share of ties is judged itself; flagged when its
+#: Wilson interval lies wholly above 0.9.
+TIE_RATE = Indicator(
+    "tie_rate",
+    "Equal answers",
+    "{:.0%}",
+    direction="lower",
+    rule=FlagRule(
+        "share of pairs answered 'equal' (ties say nothing about consistency)", floor=0.9
+    ),
+    evidence="pairs",
+    interval="tie_rate",
+)
+#: An annotator who always picks the same side of the screen: the side of each pair is drawn
+#: at random, so such answers order the items at random; flagged when the Clopper-Pearson
+#: interval of the favoured side's share of decisive answers lies wholly above 0.9.
+SAME_SIDE = Indicator(
+    "same_side",
+    "Same side",
+    "{:.0%}",
+    direction="lower",
+    rule=FlagRule("share of decisive answers on the favoured side of the screen", floor=0.9),
+    evidence="pairs",
+    interval="same_side",
+    live=False,
+)
 AGREEMENT = Indicator(
     "agreement",
     "Same outcome on shared pairs",
@@ -97,6 +130,8 @@ INDICATORS = (
     JUDGEMENTS,
     SECONDS_PER_JUDGEMENT,
     TRANSITIVITY_KAPPA,
+    TIE_RATE,
+    SAME_SIDE,
     CONTRADICTION_RATE,
     PRUNING_STOPPED_AT,
     OUTCOME_KAPPA,
@@ -396,6 +431,8 @@ def derive_pairwise(
         contradicted what earlier answers implied), ``pruning_stopped_at`` (judgements after
         which kappa fell below the floor, ``None`` while pruning), ``outcome_kappa``
         (overlap-weighted Cohen's kappa with the others on the outcomes of shared pairs),
+        ``tie_rate`` (share of judged pairs answered "equal", with its Wilson interval in
+        ``intervals["tie_rate"]``, computed live),
         ``agreement`` (share of comparisons with others on shared pairs with the same outcome,
         :func:`shared_outcomes`); evidence ``triplets``, ``pairs``, ``audits``,
         ``comparisons`` and ``timed_judgements``; study figure
@@ -431,6 +468,7 @@ def derive_pairwise(
     ]
     judgements = stats.column("judgements")
     stopped = stats.column("pruning_stopped_at")
+    ties_interval = wilson_interval(ties, pairs)
     return Derived(
         annotators=list(annotators),
         indicators={
@@ -439,6 +477,7 @@ def derive_pairwise(
                 ratio(stats.column("time_ms"), stats.column("timed")) / 1000.0
             ),
             TRANSITIVITY_KAPPA.key: json_ready(np.array(transitivity, dtype=float)),
+            TIE_RATE.key: json_ready(tie_rate),
             CONTRADICTION_RATE.key: json_ready(
                 ratio(stats.column("contradictions"), stats.column("audits"))
             ),
@@ -464,6 +503,12 @@ def derive_pairwise(
             ),
             "n_ratings": int(judgements.sum()),
             "n_annotators": int((judgements > 0).sum()),
+        },
+        intervals={
+            str(TIE_RATE.interval): [
+                [*json_ready(np.array(entry[:3])), int(entry[3])] if entry[3] > 0 else None
+                for entry in zip(*ties_interval[:4], strict=True)
+            ]
         },
         matrices={
             "kappa": json_ready(kappa),
@@ -596,9 +641,39 @@ def judgement_intervals(question: Question) -> IntervalSet | None:
         np.array([k for k, _ in timed], dtype=np.intp),
         n_groups=len(kept),
     )
+    found[SAME_SIDE.key], notes = _same_side(kept, state.annotator_ids)
     evidence = derive_question(state, question, with_map=False).evidence
     return IntervalSet(
         annotators=state.annotator_ids,
         per_annotator=in_evidence_units(found, INDICATORS, evidence),
         study=study,
+        notes={SAME_SIDE.key: notes},
     )
+
+
+def _same_side(
+    kept: Sequence[Sequence[Judgement]], annotators: Sequence[int]
+) -> tuple[Interval, dict[int, str]]:
+    """Per annotator: the share of decisive answers (ties and judgements stored before sides
+    were recorded left out) that picked the favoured side of the screen, its Clopper-Pearson
+    interval, and in words which side and how often."""
+    left = np.zeros(len(kept))
+    decisive = np.zeros(len(kept))
+    for k, mine in enumerate(kept):
+        for j in mine:
+            if j.outcome != 0 and j.side_a:
+                decisive[k] += 1
+                left[k] += (j.outcome == 1) == (j.side_a == Judgement.Side.A)
+    favoured = np.maximum(left, decisive - left)
+    low, high = clopper_pearson(favoured, decisive)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(decisive > 0, favoured / decisive, np.nan)
+    notes = {
+        int(a): (
+            f"picked the {'left' if left[k] >= decisive[k] - left[k] else 'right'} item on "
+            f"{int(favoured[k])} of {int(decisive[k])} decisive answers"
+        )
+        for k, a in enumerate(annotators)
+        if decisive[k] > 0
+    }
+    return Interval(share, low, high, decisive.astype(np.int64)), notes

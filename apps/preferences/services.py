@@ -339,11 +339,21 @@ def _oriented(item_a: int, item_b: int, outcome: int) -> tuple[int, int, int]:
 
 
 def _mark_completed(*, session: PairSession) -> None:
-    """Complete the session; in a pure pairwise study, complete the annotator's assignments."""
+    """Complete the session; in a pure pairwise study, complete the annotator's assignments,
+    unless every answer was "equal": ties end every insertion at once, so answering "equal"
+    throughout finished a 49-item ranking in 48 answers (an honest one took 83), and a
+    recruited package would earn its completion code by ties alone. Such a package stays
+    open (the participant times out with the screen-out code) and the dashboard flags the
+    annotator on the share of "equal" answers."""
     now = timezone.now()
     session.completed_at = now
     study = session.question.study
     if study.questions.filter(kind__in=queue_kinds()).exists():
+        return
+    answers = Judgement.objects.filter(
+        question_id=session.question_id, annotator_id=session.annotator_id
+    )
+    if not answers.kept().data().exclude(outcome=0).exists():
         return
     pairwise = study.questions.filter(kind=Question.Kind.PAIRWISE)
     finished = PairSession.objects.filter(

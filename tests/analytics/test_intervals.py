@@ -11,8 +11,9 @@ import pytest
 from django.urls import reverse
 from scipy import stats as scipy_stats
 
-from analytics.intervals import evidence_text, freshness, interval_text
+from analytics.intervals import evidence_text, freshness, interval_text, intervals_refresh_sweep
 from analytics.models import Flag, QualitySnapshot
+from analytics.pipeline import quality_sweep
 from analytics.publishing import quality_publish
 from apps.annotations.exporting import provenance
 from apps.annotations.models import Annotation, Assignment
@@ -92,6 +93,31 @@ def test_intervals_are_recomputed_once_due(answered, settings):
     snapshot.save(update_fields=["indicators"])
     again = quality_publish(question_id=question.pk)
     assert dt.datetime.fromisoformat(again.indicators["study"]["intervals"]["computed_at"]) > old
+
+
+def test_the_sweep_refreshes_intervals_left_stale_when_answers_stopped(
+    answered, settings, django_capture_on_commit_callbacks
+):
+    """Issue 23: answers that arrive before the next computation is due, then stop, left
+    "intervals from 8 min ago, 65 answers" with 90 present, and the flags quoted them."""
+    _, question, _ = answered
+    settings.QUALITY_UPDATES = "inline"
+    snapshot = QualitySnapshot.objects.filter(question=question).latest("updated_at")
+    meta = snapshot.indicators["study"]["intervals"]
+    # the last answers came in after the set (200 -> 210 answers), then nothing more
+    snapshot.n_annotations = 210
+    meta["computed_at"] = (
+        dt.datetime.fromisoformat(meta["computed_at"]) - dt.timedelta(seconds=600)
+    ).isoformat()
+    snapshot.save(update_fields=["indicators", "n_annotations"])
+    with django_capture_on_commit_callbacks(execute=True):
+        assert quality_sweep() == []  # nothing lags in the outbox: the hook republishes
+    fresh = QualitySnapshot.objects.filter(question=question).latest("updated_at")
+    now_meta = fresh.indicators["study"]["intervals"]
+    assert freshness(fresh.indicators["study"]) == "intervals from just now, 200 answers"
+    assert now_meta["computed_at"] > meta["computed_at"]
+    # a set as fresh as its answers is left alone
+    assert intervals_refresh_sweep() == []
 
 
 def test_no_intervals_with_the_setting_at_zero(db, settings):

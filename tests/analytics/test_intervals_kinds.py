@@ -130,7 +130,8 @@ def test_pairwise_intervals_appear_and_flag_states_them(judged, client):
     assert len(entries) == 3
     for k, entry in enumerate(entries):
         if entry is not None:
-            assert entry[1] <= entry[0] <= entry[2]
+            # a fully transitive annotator's replicates are all alike: no interval (issue 23)
+            assert entry[1] is None or entry[1] <= entry[0] <= entry[2]
             assert entry[3] == stored["evidence"]["triplets"][k]
     cycler = judged.annotators[2]
     entry = entries[stored["annotators"].index(cycler.pk)]
@@ -206,7 +207,11 @@ def test_pairwise_kappa_with_others_has_its_interval_centred_on_the_live_figure(
     assert sum(value is not None for value in live) == 3
     for value, entry, pairs in zip(live, entries, stored["evidence"]["pairs"], strict=True):
         assert entry[0] == pytest.approx(value, abs=1e-4)
-        assert entry[1] <= entry[0] <= entry[2]
+        if pairs < 30:  # too few shared pairs for the delta method: "too few", not bounds
+            assert entry[1] is None
+            assert entry[2] is None
+        else:
+            assert entry[1] <= entry[0] <= entry[2]
         assert entry[3] == pairs
 
 

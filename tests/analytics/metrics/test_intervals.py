@@ -579,3 +579,21 @@ def test_pooled_kappa_sda_interval_covers_the_population_value():
         out = kappa_sda_hac_interval(items, targets=np.argwhere(~np.eye(4, dtype=bool)), pool=True)
         covered += out.low[0] <= kappa_sda_from_counts(joint) <= out.high[0]
     assert 0.91 <= covered / 200 <= 0.99
+
+
+def test_kappa_with_others_interval_never_has_zero_width_on_few_items():
+    """Issue 23: two items that happen to agree gave low = high = estimate = 1."""
+    nan = np.nan
+    found = kappa_with_others_interval([[0, 1, nan], [0, 1, 2], [nan, 2, 2]])
+    assert np.isnan(found.low).all()
+    assert np.isnan(found.high).all()
+    assert found.estimate[0] == 1.0  # the figure stays, its interval reads "too few"
+    rng = np.random.default_rng(5)
+    truth = rng.integers(0, 3, 200)
+    ratings = np.where(rng.random((10, 200)) < 0.7, truth, rng.integers(0, 3, (10, 200)))
+    ratings = ratings.astype(float)
+    ratings[rng.random(ratings.shape) < 0.7] = nan  # about 3 answers per item
+    found = kappa_with_others_interval(ratings)
+    shown = ~np.isnan(found.low)
+    assert shown.all()
+    assert np.all(found.high[shown] - found.low[shown] > 0.05)

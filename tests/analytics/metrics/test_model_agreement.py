@@ -46,8 +46,9 @@ def test_dic_and_bae_formulas_with_nan_rule():
     expected = np.linalg.norm((m - m_pred)[both]) / np.linalg.norm(m[both])
     assert bae(m_pred, m) == pytest.approx(1 - expected)
     # DIC: (1, 2) and (2, 1) are defined for the humans (0.3) but not for the model: each
-    # counts as the farthest value of kappa's range, -1, a difference of 1.3
-    defined = ~np.isnan(m)
+    # counts as the farthest value of kappa's range, -1, a difference of 1.3; the diagonal
+    # (1 = 1 for every annotator) takes no part
+    defined = ~np.isnan(m) & ~np.eye(3, dtype=bool)
     penalised = np.where(np.isnan(m_pred), -1.0, m_pred)
     expected_dic = np.linalg.norm((m - penalised)[defined]) / np.linalg.norm(m[defined])
     assert dic(m, m_pred) == pytest.approx(expected_dic)
@@ -79,8 +80,9 @@ def test_dic_nonnegative_bae_at_most_one_and_identity(m, data):
     assert np.isnan(d) or d >= 0
     b = bae(other, m)
     assert np.isnan(b) or b <= 1
-    if np.linalg.norm(m) > 0:
+    if np.linalg.norm(m[~np.eye(m.shape[0], dtype=bool)]) > 0:  # DIC: off the diagonal
         assert dic(m, m) == 0.0
+    if np.linalg.norm(m) > 0:
         assert bae(m, m) == 1.0
 
 
@@ -140,8 +142,8 @@ def test_random_baseline_is_far_and_reproducible():
     ratings = _study(rng)
     truth = pairwise_kappa(ratings)
     off = ~np.eye(6, dtype=bool)
-    # random labels: kappa ~ 0 off the diagonal, so DIC ~ ||M_off|| / ||M||
-    expected = np.linalg.norm(truth[off]) / np.linalg.norm(truth)
+    # random labels: kappa ~ 0 off the diagonal, so DIC ~ ||M_off|| / ||M_off|| = 1
+    expected = np.linalg.norm(truth[off]) / np.linalg.norm(truth[off])
     got = dic_random_baseline(ratings, seed=1, n_repeats=20)
     assert got == pytest.approx(expected, abs=0.05)
     assert dic_random_baseline(ratings, seed=1, n_repeats=20) == got
@@ -159,6 +161,38 @@ def test_bae_baselines():
     )
     with pytest.raises(ValueError, match="dim and n_repeats must be at least 1"):
         bae_random_baseline(s, dim=0)
+
+
+def test_dic_leaves_the_diagonal_out():
+    # the diagonal of ones is no relation between annotators: counting it in the norm pulled
+    # every DIC towards 0 (here 0.27 instead of 0.6)
+    m = [[1.0, 0.5], [0.5, 1.0]]
+    assert dic(m, [[1.0, 0.2], [0.2, 1.0]]) == pytest.approx(0.6)
+    assert dic(m, [[0.3, 0.5], [0.5, 7.0]]) == 0.0
+
+
+def test_dic_reference_rows_read_as_documented_at_low_agreement():
+    """Issue 23: six annotators of accuracy .6-.4 (mean pair kappa about 0.1): Consensus 1.443
+    against Random 0.504 with the diagonal counted. Random reproduces no relation (DIC about
+    1 at every agreement level); Consensus makes every pair agree perfectly, so its DIC is
+    ||M - 1|| / ||M|| off the diagonal, below Random only above a mean kappa of about 0.5."""
+    for accuracy, consensus_first in (
+        ((0.6, 0.55, 0.5, 0.5, 0.45, 0.4), False),
+        ((0.95,) * 6, True),
+    ):
+        rng = np.random.default_rng(0)
+        z = rng.choice(3, 300, p=[0.5, 0.3, 0.2])
+        right = rng.random((6, 300)) < np.array(accuracy)[:, None]
+        ratings = np.where(right, z, rng.integers(0, 3, (6, 300))).astype(float)
+        m = pairwise_kappa(ratings)
+        off = ~np.eye(6, dtype=bool)
+        random = dic_random_baseline(ratings)
+        consensus = dic_consensus_baseline(ratings)
+        assert random == pytest.approx(1.0, abs=0.15)
+        assert consensus == pytest.approx(
+            np.linalg.norm(m[off] - 1.0) / np.linalg.norm(m[off]), rel=1e-9
+        )
+        assert (consensus < random) == consensus_first == (m[off].mean() > 0.5)
 
 
 def test_dic_does_not_reward_a_constant_model():

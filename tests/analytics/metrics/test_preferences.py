@@ -114,11 +114,11 @@ def annotator(*patterns):
 def test_amidei_tables_1_and_2(patterns, counts, kappa):
     judgements = annotator(*patterns)
     assert triplet_counts(judgements) == counts
-    assert transitivity_kappa(judgements) == pytest.approx(kappa)
+    assert transitivity_kappa(judgements, chance="amidei") == pytest.approx(kappa)
 
 
 def test_amidei_a2_is_0357_not_the_printed_034():
-    k = transitivity_kappa(annotator(TRANSITIVE, CYCLE, TRANSITIVE))
+    k = transitivity_kappa(annotator(TRANSITIVE, CYCLE, TRANSITIVE), chance="amidei")
     assert round(k, 3) == 0.357
 
 
@@ -136,7 +136,8 @@ def test_chance_levels_enumerate_the_outcome_combinations(strict, outcomes, expe
         (f"{k}a", f"{k}c", o2) for k, (_, o2, _) in enumerate(combos)
     ]
     judgements += [(f"{k}b", f"{k}c", o3) for k, (_, _, o3) in enumerate(combos)]
-    assert transitivity_kappa(judgements, strict=strict) == pytest.approx(0.0, abs=1e-12)
+    kappa = transitivity_kappa(judgements, strict=strict, chance="amidei")
+    assert kappa == pytest.approx(0.0, abs=1e-12)
 
 
 def test_strict_chance_level_is_three_quarters():
@@ -145,7 +146,9 @@ def test_strict_chance_level_is_three_quarters():
     )
     # P(A) = 1/2, P(E) = 3/4: K = (1/2 - 3/4) / (1/4) = -1.
     assert transitivity_kappa(judgements, strict=True) == pytest.approx(-1.0)
-    assert transitivity_kappa(judgements) == pytest.approx((1 / 2 - 13 / 27) / (14 / 27))
+    assert transitivity_kappa(judgements, chance="amidei") == pytest.approx(
+        (1 / 2 - 13 / 27) / (14 / 27)
+    )
 
 
 def test_strict_rejects_ties():
@@ -171,8 +174,10 @@ def test_triplet_counts_match_the_definition(judgements):
 
 @given(st.lists(judgement, max_size=40))
 def test_kappa_bounds(judgements):
-    k = transitivity_kappa(judgements)
+    k = transitivity_kappa(judgements, chance="amidei")
     assert math.isnan(k) or -13 / 14 - 1e-12 <= k <= 1 + 1e-12
+    k = transitivity_kappa(judgements)  # K >= -P(E) / (1 - P(E)), P(E) the tie rate's
+    assert math.isnan(k) or k <= 1 + 1e-12
 
 
 @given(weak_order_judgements())
@@ -484,8 +489,8 @@ def test_a_random_annotator_sits_near_zero_whatever_their_tie_rate(tie_rate):
         for a, b in combinations(range(14), 2):
             outcome = 0 if rng.random() < tie_rate else int(rng.choice([1, -1]))
             judgements.append((a, b, outcome) if rng.random() < 0.5 else (b, a, -outcome))
-        observed.append(transitivity_kappa(judgements, chance="observed"))
-        amidei.append(transitivity_kappa(judgements))
+        observed.append(transitivity_kappa(judgements))  # the default is the dashboard's
+        amidei.append(transitivity_kappa(judgements, chance="amidei"))
     assert abs(np.mean(observed)) < 0.03
     if tie_rate == 0.0:  # the defect: never pressing "equal" scored about 0.52 against 13/27
         assert np.mean(amidei) == pytest.approx(0.52, abs=0.03)
@@ -497,8 +502,9 @@ def test_transitivity_chance_bad_input_and_all_ties():
     with pytest.raises(ValueError, match="chance must be"):
         transitivity_kappa([("a", "b", 1)], chance="uniform")
     all_ties = [("a", "b", 0), ("b", "c", 0), ("a", "c", 0)]
-    assert np.isnan(transitivity_kappa(all_ties, chance="observed"))  # P(E) = 1
-    assert transitivity_kappa(all_ties) == 1.0
+    # issue 23: the library's default call gave an all-ties annotator 1.0, the dashboard nan
+    assert np.isnan(transitivity_kappa(all_ties))  # P(E) = 1: the dashboard's reading
+    assert transitivity_kappa(all_ties, chance="amidei") == 1.0
 
 
 # ------------------------------------------------------------------ adaptive scheduling

@@ -813,3 +813,13 @@ def test_median_interval_covers_the_population_median_of_a_skewed_sample():
         res = median_interval(rng.lognormal(0.0, 1.0, 20))
         hits += res.low <= 1.0 <= res.high  # the population median is e^0 = 1
     assert 0.945 <= hits / 2000 <= 0.972
+
+
+def test_transitivity_jackknife_gives_no_zero_width_interval():
+    """Issue 23: a fully transitive sample of few items gave [1.0, 1.0]; the truth is not
+    certain, so the interval is absent ("too few") rather than of zero width."""
+    judgements = [(a, b, 1) for a in range(6) for b in range(a + 1, 6)]
+    res = transitivity_kappa_jackknife(judgements)
+    assert res.estimate == 1.0
+    assert math.isnan(res.low)
+    assert math.isnan(res.high)

@@ -125,6 +125,30 @@ def test_card_records_the_provenance_licence_exclusions_and_agreement(answered, 
     }
 
 
+def test_card_computes_its_figures_on_the_rows_it_ships(answered, tmp_path):
+    """Issue 23: after excluding a random annotator the card gave only the dashboard's alpha
+    of all annotators beside files without them; it now computes alpha once on the curated
+    round-1 rows, names them, and says why the dashboard's figure differs."""
+    study, annotators = answered
+    annotator_exclude(
+        study=study, annotator=annotators[2], by=study.created_by, reason="answers at random"
+    )
+    question = study.questions.get()
+    quality_process_pending(question_id=question.pk)
+    quality_publish(question_id=question.pk)
+    folder, record = export(study, tmp_path)
+    card = (folder / "README.md").read_text()
+    own = record["questions"][0]["curated_figures"]
+    assert (own["annotators"], own["answers"], own["items"]) == (2, 12, 6)
+    assert own["alpha"][0] == pytest.approx(1.0)  # annotators 0 and 1 agree on every item
+    assert own["level"] == "ordinal"
+    assert (
+        "On the rows in these files (round 1: 2 annotators, 12 answers, 6 items with two or "
+        "more): Krippendorff alpha (ordinal) 1.000" in card
+    )
+    assert "they count the annotators left out too" in card
+
+
 def test_traces_are_a_sequence_of_floats(tmp_path):
     ts = make_trace_study()
     for annotator in ts.annotators:

@@ -44,7 +44,7 @@ def test_a_model_returning_each_annotators_own_trace_has_dic_0(tsim):
     assert m[0, 1] > 0.3
     assert m[0, 2] < 0.0
     base = figures["baselines"]
-    assert 0.5 < base["dic_random"] < 1.0
+    assert 0.9 < base["dic_random"] < 1.2  # no relation reproduced: about 1
     # with two groups tracing mirror images, one trace for everyone is worse than chance
     assert base["dic_consensus"] > base["dic_random"]
 

@@ -56,7 +56,10 @@ def test_agreeing_annotators_get_a_kappa_whatever_the_item_ids(ranked_by_id):
         live, stored["intervals"]["outcome_kappa"], stored["evidence"]["pairs"], strict=True
     ):
         assert entry[0] == pytest.approx(value, abs=1e-9)  # centred on the live figure
-        assert entry[1] <= entry[0] <= entry[2]
+        # 8 items give at most 28 shared pairs: below the 30 a delta-method interval needs
+        # (issue 23: it covered 90 % or less there), the figure reads "too few"
+        assert entry[1] is None
+        assert entry[2] is None
         assert entry[3] == pairs  # pairs, not the pairs counted both ways round
 
 
