@@ -20,6 +20,7 @@ from apps.preferences.models import (
     PairwiseSettings,
     range_text,
 )
+from apps.preferences.scheduling import floor_rule
 from core.forms import ServiceFormMixin
 
 TICKET_SALT = "preferences.compare.ticket"
@@ -96,8 +97,7 @@ class PairwiseSettingsForm(forms.Form):
         label="Transitivity floor",
         initial=PAIRWISE_DEFAULTS.kappa_floor,
         widget=forms.NumberInput(attrs={"step": "any"}),
-        help_text="An annotator whose transitivity kappa falls below it is asked every pair "
-        f"and flagged: a number in {range_text(KAPPA_FLOOR_RANGE)}.",
+        help_text=f"{floor_rule()} The floor: a number in {range_text(KAPPA_FLOOR_RANGE)}.",
     )
     batch_size = forms.IntegerField(
         label="Batch size",

@@ -254,6 +254,18 @@ class TripletCounter:
         )
 
 
+def floor_rule() -> str:
+    """What happens to an annotator below the transitivity floor, in one sentence: the editor,
+    the results page and the annotator's page say the same (they said "asked every pair",
+    "confidently below the floor" and "your ranking is complete" of one annotator)."""
+    return (
+        "An annotator whose transitivity kappa is below the floor with "
+        f"{PairScheduler.STOP_LEVEL:.1%} confidence (a one-sided bound on the triplets so far) "
+        "is asked no more pairs: their session ends early and they are flagged. Sessions "
+        "started before the adaptive scheduler instead ask every remaining pair."
+    )
+
+
 class PairScheduler:
     """Choose the pairs one annotator judges, pruning pairs implied by transitivity.
 

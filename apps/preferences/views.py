@@ -21,6 +21,7 @@ from apps.preferences.exporting import (
 )
 from apps.preferences.forms import JudgementForm, UndoForm
 from apps.preferences.models import clean_pairwise_settings
+from apps.preferences.scheduling import floor_rule
 from apps.preferences.selectors import (
     annotator_reports,
     pairwise_questions,
@@ -158,6 +159,7 @@ def results(request: HttpRequest, study_id: int, question_key: str) -> HttpRespo
         "settings_error": settings_error,
         "reports": reports,
         "flagged": [report for report in reports if report.flagged],
+        "floor_rule": floor_rule(),
         "scores": scores,
         "score_annotators": scores.annotator_weights[:SCORE_TABLE_ANNOTATORS],
         "score_rows": [
