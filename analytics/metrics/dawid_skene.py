@@ -108,7 +108,10 @@ class _Model:
         m, c = self.m, self.c
         counts = (self.onehot @ posteriors).reshape(m, c, c).transpose(0, 2, 1) + self.smoothing
         confusion = counts / counts.sum(axis=2, keepdims=True)
-        return np.log(np.concatenate([posteriors.mean(axis=0), confusion.ravel()]))
+        # a class no item leans to has prior 0: its log is -inf on purpose (it stays 0), not
+        # a warning for the user (every demo load printed "divide by zero encountered in log")
+        with np.errstate(divide="ignore"):
+            return np.log(np.concatenate([posteriors.mean(axis=0), confusion.ravel()]))
 
     def e_step(self, theta: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
         """Item posteriors and the marginal log-likelihood of the ratings."""
@@ -191,9 +194,11 @@ def _squarem(
         if converged or n_iter >= max_iter:
             theta, posteriors, log_likelihood = steps[-1]
             break
-        r = steps[0][0] - theta
-        v = steps[1][0] - steps[0][0] - r
-        alpha = float(np.sqrt(np.dot(r, r) / np.dot(v, v))) if np.dot(v, v) > 0 else np.nan
+        with np.errstate(invalid="ignore"):  # a -inf log prior (a class with no mass) gives
+            r = steps[0][0] - theta  # nan here: alpha is then nan and the cycle keeps the
+            v = steps[1][0] - steps[0][0] - r  # plain EM step, as designed
+            vv = np.dot(v, v)
+            alpha = float(np.sqrt(np.dot(r, r) / vv)) if vv > 0 else np.nan
         accepted = steps[1]
         if np.isfinite(alpha):
             alpha = min(max(alpha, 1.0), step_max)
