@@ -90,14 +90,7 @@ def test_state_kappa_matches_the_metric_on_current_labels():
     )
 
 
-@pytest.mark.postgres  # SQLite's in-memory test database locks tables across threads at once
-@pytest.mark.django_db(transaction=True)
-def test_thread_mode_brings_the_state_up_to_date_off_the_request_thread(settings):
-    from analytics import background
-
-    settings.QUALITY_UPDATES = "thread"
-    study, annotators = running_study(n_items=4, n_annotators=2)
-    question = study.questions.get()
+def _answer_every_assignment(annotators, question) -> None:
     for user in annotators:
         for assignment in Assignment.objects.filter(annotator=user):
             annotations_submit(
@@ -106,6 +99,17 @@ def test_thread_mode_brings_the_state_up_to_date_off_the_request_thread(settings
                 answers={question: "neutral"},
                 idempotency_key=uuid.uuid4(),
             )
+
+
+@pytest.mark.postgres  # SQLite's in-memory test database locks tables across threads at once
+@pytest.mark.django_db(transaction=True)
+def test_thread_mode_brings_the_state_up_to_date_off_the_request_thread(settings):
+    from analytics import background
+
+    settings.QUALITY_UPDATES = "thread"
+    study, annotators = running_study(n_items=4, n_annotators=2)
+    question = study.questions.get()
+    _answer_every_assignment(annotators, question)
     assert background.idle(timeout=30)
     assert not Annotation.objects.filter(analysis_pending=True).exists()
     _, incremental = quality_stats(question_id=question.pk)
@@ -130,14 +134,7 @@ def test_worker_mode_leaves_the_answers_to_the_worker_pass_which_coalesces_them(
         "apps.categorical.quality.quality_process_pending",
         lambda **kw: processed.append(kw["question_id"]) or original(**kw),
     )
-    for user in annotators:
-        for assignment in Assignment.objects.filter(annotator=user):
-            annotations_submit(
-                annotator=user,
-                assignment=assignment,
-                answers={question: "neutral"},
-                idempotency_key=uuid.uuid4(),
-            )
+    _answer_every_assignment(annotators, question)
     assert processed == []
     assert Annotation.objects.filter(analysis_pending=True).count() == 12
     settings.QUALITY_UPDATES = "inline"  # what `manage.py quality_worker` sets for itself
