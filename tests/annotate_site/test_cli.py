@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -93,9 +94,14 @@ def _request(
     request = urllib.request.Request(url, data=body, headers=headers)
     try:
         with urllib.request.build_opener(NoRedirect).open(request, timeout=10) as response:
-            return response.status, dict(response.headers), response.read()
+            return response.status, _lower(response.headers), response.read()
     except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
+        return error.code, _lower(error.headers), error.read()
+
+
+def _lower(headers: Any) -> dict[str, str]:
+    """Response headers by lower-case name (HTTP names are case-insensitive; servers differ)."""
+    return {name.lower(): value for name, value in headers.items()}
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -150,9 +156,9 @@ def test_the_production_stack_serves_and_its_workers_analyse(transactional_db, t
         assert statuses == [200, 200], output
         assert f"http://127.0.0.1:{port}/" in output
         status, headers, _ = _request(logins[0], **proxied)
-        assert "max-age=31536000" in headers["Strict-Transport-Security"]
+        assert "max-age=31536000" in headers["strict-transport-security"]
         status, headers, _ = _request(logins[0])
-        assert (status, headers["Location"]) == (301, logins[0].replace("http:", "https:"))
+        assert (status, headers["location"]) == (301, logins[0].replace("http:", "https:"))
 
         api = f"http://127.0.0.1:{port}/api"
         auth = {**proxied, "Authorization": f"Token {token}"}
