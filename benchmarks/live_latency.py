@@ -46,7 +46,8 @@ from benchmarks.django_setup import ROOT, setup_django
 
 LABELS = ["negative", "neutral", "positive"]
 ROW = re.compile(
-    r'<th scope="row">([^<\s]+)[^<]*(?:<span[^>]*>[^<]*</span>)?</th>\s*<td class="num[^"]*"[^>]*>(\d+)'
+    r'<th scope="row">([^<\s]+)[^<]*(?:<span[^>]*>[^<]*</span>)?</th>\s*'
+    r'<td class="num[^"]*"[^>]*>(\d+)'
 )
 
 
