@@ -1,20 +1,18 @@
-"""The embedded quality worker: one background thread per web process (``QUALITY_UPDATES=thread``).
+"""The in-process quality worker of a single web process (``QUALITY_UPDATES=thread``).
 
-Under daphne every synchronous view runs on one shared thread, so an update processed inline
-after each commit makes the next request wait for it. Here the commit only records the question
-id and wakes a daemon thread. The thread takes every question waiting at that moment and brings
-each up to date, so a burst of submissions costs one pass, not one per submission. It needs no
-extra process and no Redis, which suits the SQLite default. Several processes need the
-``worker`` mode instead.
+For a process that serves alone (``manage.py runserver``, an embedding): the commit only
+records the question id and wakes a daemon thread, which takes every question waiting at that
+moment and brings each up to date, so a burst of submissions costs one pass, not one per
+submission. ``serve`` and ``prod`` run the ``worker`` mode instead: the work goes to quality
+worker processes (:mod:`analytics.worker`) and never takes the web processes' CPU.
 
 A short-lived process (a management command such as ``load_demo``) waits at exit until the
 thread has finished what was handed to it, so its answers reach the dashboard at once.
 
-Every served process (daphne and ``runworker``, through ``annotate_site.asgi``) also runs a
-sweeper thread, whatever the mode: at start and then every ``QUALITY_SWEEP_INTERVAL`` seconds it
-dispatches the questions whose answers still wait for analysis (worker down, Redis unreachable,
-a process killed mid-batch), so nothing stays pending for longer than one interval once
-something can process it.
+A thread-mode process (through ``annotate_site.asgi``) also runs a sweeper thread: at start and
+then every ``QUALITY_SWEEP_INTERVAL`` seconds it dispatches the questions whose answers still
+wait for analysis (a process killed mid-batch), so nothing stays pending for longer than one
+interval.
 """
 
 from __future__ import annotations

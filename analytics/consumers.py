@@ -1,10 +1,5 @@
 """Channel consumers of the analytics app.
 
-:class:`QualityWorker` serves the ``quality-updates`` channel (``manage.py runworker
-quality-updates``): each message names a question whose pending annotations it applies, or a
-registered job to run (``quality.job``: :func:`analytics.pipeline.job_schedule`). Run as
-many workers as you like; the state row lock keeps them from counting anything twice.
-
 :class:`DashboardConsumer` serves ``ws/studies/<id>/quality/?question=<id>`` to the study's
 managers: on ``dashboard.update`` of its question it re-renders the dashboard's fragments (the
 same template the page uses) and sends the HTML of those that changed since its last push
@@ -14,6 +9,10 @@ Bursts coalesce: while a render is in flight further updates only mark the dashb
 The plots (heatmap, map, histograms: thousands of SVG elements with many annotators) are
 re-rendered at most every ``QUALITY_PLOT_INTERVAL`` seconds; the table, summary, items and
 trends every time.
+
+A channel layer that cannot be reached (Redis down) at connect or later closes the socket with
+1013 *Try Again Later*, which the page's ws extension retries with back-off, instead of the
+server's 500 at the handshake; the dashboard page itself still renders from the database.
 """
 
 from __future__ import annotations
@@ -23,10 +22,10 @@ import logging
 from typing import Any
 from urllib.parse import parse_qs
 
-from channels.consumer import SyncConsumer
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.db import close_old_connections, connection
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from analytics.config import quality_config
 from analytics.dashboard import dashboard_context, dashboard_questions
@@ -40,34 +39,12 @@ from analytics.live import (
     live_counts,
     live_fragments,
 )
-from analytics.pipeline import quality_process, run_job
 from analytics.selectors import is_study_manager
 from apps.studies.models import Question, Study
 
 logger = logging.getLogger(__name__)
-
-
-class QualityWorker(SyncConsumer):
-    def quality_process(self, message: dict[str, Any]) -> None:
-        """Apply the question's pending answers. A failure (the database away) is logged and
-        the connection dropped: the answers stay pending for the next message or sweep, and
-        the worker goes on with the next message instead of losing its queue."""
-        close_old_connections()
-        try:
-            quality_process(question_id=int(message["question_id"]))
-        except Exception:
-            logger.exception("quality update of question %s failed", message["question_id"])
-            connection.close()
-
-    def quality_job(self, message: dict[str, Any]) -> None:
-        """Run a registered job (:func:`analytics.pipeline.job_schedule`); a failure is logged
-        and left to the job's own sweep hook, like :meth:`quality_process`."""
-        close_old_connections()
-        try:
-            run_job(str(message["job"]), int(message["key"]))
-        except Exception:
-            logger.exception("job %s of %s failed", message.get("job"), message.get("key"))
-            connection.close()
+TRY_AGAIN_LATER = 1013  # RFC 6455 close code; htmx's ws extension reconnects on it
+LAYER_OUTAGES = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
 def _live_question(study: Study, question_id: int | None) -> Question | None:
@@ -108,6 +85,26 @@ class DashboardConsumer(AsyncWebsocketConsumer):
     _plots_at: float = float("-inf")
     _sent: SentFragments
     _counts: LiveCounts
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Serve the socket; close it with 1013 when the channel layer is unreachable."""
+        accepted = closed = False
+
+        async def tracked_send(message: dict[str, Any]) -> None:
+            nonlocal accepted, closed
+            accepted = accepted or message["type"] == "websocket.accept"
+            closed = closed or message["type"] == "websocket.close"
+            await send(message)
+
+        try:
+            await super().__call__(scope, receive, tracked_send)
+        except LAYER_OUTAGES as exc:
+            logger.warning("dashboard socket: channel layer unreachable (%r); 1013", exc)
+            if closed:
+                return
+            if not accepted:  # a refused handshake would read as a failure, not a retry
+                await send({"type": "websocket.accept"})
+            await send({"type": "websocket.close", "code": TRY_AGAIN_LATER})
 
     async def connect(self) -> None:
         self.study_id = int(self.scope["url_route"]["kwargs"]["study_id"])

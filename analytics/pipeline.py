@@ -11,23 +11,25 @@ contribution and stores the new statistics. Repeated or concurrent wake-ups find
 do, so several workers never count an answer twice. This module names no kind.
 
 ``QUALITY_UPDATES`` (:mod:`analytics.config`): ``"inline"`` processes in the committing thread
-right after the commit (deterministic: the tests use it); ``"thread"`` (the served default)
-hands the question to one background thread per process (:mod:`analytics.background`), so
-requests never wait for it and bursts coalesce; ``"worker"`` sends the question id to the
-``quality-updates`` channel, served by ``manage.py runworker quality-updates`` (any number of
-them). A dispatch that reaches nobody (worker down, Redis away) costs nothing but time:
-:func:`quality_sweep`, run at start and every ``QUALITY_SWEEP_INTERVAL`` seconds by every served
-process, sends every question with answers still waiting again.
+right after the commit (deterministic: the tests use it); ``"thread"`` (a single process such
+as ``runserver``) hands the question to one background thread of the process
+(:mod:`analytics.background`), which also runs :func:`quality_sweep` every
+``QUALITY_SWEEP_INTERVAL`` seconds; ``"worker"`` (``serve`` and ``prod``) does nothing after
+the commit: the outbox is the message. Quality worker processes (``manage.py quality_worker``,
+:mod:`analytics.worker`) run :func:`quality_sweep` every ``QUALITY_WORKER_INTERVAL`` seconds
+and process, in their own process, every question with answers waiting: one update per
+question per pass however many answers arrived, and the web processes never spend a cycle on
+it. A worker killed mid-batch rolls back; the answers stay pending for the next pass.
 
 Other heavy work derived from a question's answers (evaluating the model registry's runs) uses
-the same three modes through :func:`job_schedule`: an app registers a named job in
-:data:`JOBS` (and, for its own catch-up, a callable in :data:`SWEEP_HOOKS`), and the job is
-called with an id after the commit, in the committing thread, on the background thread
-(queue = the job's name) or by a ``quality-updates`` worker (message ``quality.job``).
+the same modes through :func:`job_schedule`: an app registers a named job in :data:`JOBS` and,
+for its catch-up (the worker's only way to learn of it), a callable in :data:`SWEEP_HOOKS`;
+the job is called with an id after the commit, in the committing thread, on the background
+thread (queue = the job's name) or by the worker's next pass.
 
 Once a batch or a rebuild has committed, :func:`analytics.publishing.quality_publish` derives
 the indicators, snapshots and flags them and pushes ``dashboard.update`` (from the worker in
-worker mode).
+worker mode: the channel layer carries it to the web processes).
 """
 
 from __future__ import annotations
@@ -36,12 +38,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from channels.layers import get_channel_layer
 from django.db import transaction
 
 from analytics import background
 from analytics.config import quality_config
-from analytics.events import layer_sync
 from analytics.models import QualityState
 from analytics.publishing import quality_publish
 from apps.annotations.models import Annotation
@@ -49,7 +49,6 @@ from apps.studies.kinds import question_kind, question_kinds
 from apps.studies.models import Question
 from core.locking import locked_get_or_create
 
-UPDATE_CHANNEL = "quality-updates"
 # Called with a question id after its quality state has changed and been published; apps that
 # derive figures from a question's answers (the model registry) register here in ready().
 AFTER_UPDATE_HOOKS: list[Callable[[int], None]] = []
@@ -62,26 +61,16 @@ logger = logging.getLogger(__name__)
 
 
 def quality_schedule(*, question_id: int) -> None:
-    """Ask for the question's quality state to be brought up to date after this commit."""
-    transaction.on_commit(lambda: _dispatch(question_id), robust=True)
+    """Ask for the question's quality state to be brought up to date after this commit (in
+    ``worker`` mode the pending answers are the request: the worker's next pass reads them)."""
+    if quality_config().updates != "worker":
+        transaction.on_commit(lambda: _dispatch(question_id), robust=True)
 
 
 def _dispatch(question_id: int) -> None:
     if not Question.objects.filter(pk=question_id, kind__in=list(question_kinds())).exists():
         return
-    mode = quality_config().updates
-    if mode == "worker":
-        try:
-            layer_sync(get_channel_layer().send)(
-                UPDATE_CHANNEL, {"type": "quality.process", "question_id": question_id}
-            )
-        except Exception as exc:  # Redis down, or no worker draining the channel (ChannelFull)
-            logger.warning(
-                "question %s: no quality worker reached (%r); the sweep sends it again",
-                question_id,
-                exc,
-            )
-    elif mode == "thread":
+    if quality_config().updates == "thread":
         background.enqueue(question_id, lambda qid: quality_process(question_id=qid))
     else:
         quality_process(question_id=question_id)
@@ -89,28 +78,17 @@ def _dispatch(question_id: int) -> None:
 
 def job_schedule(*, job: str, key: int) -> None:
     """Run the registered job ``job`` for ``key`` once this transaction commits, where
-    ``QUALITY_UPDATES`` says: inline, on the background thread, or by a worker."""
-    transaction.on_commit(lambda: _dispatch_job(job, key), robust=True)
+    ``QUALITY_UPDATES`` says: inline, on the background thread, or (``worker``) on the
+    worker's next pass, whose sweep hooks find it."""
+    if quality_config().updates != "worker":
+        transaction.on_commit(lambda: _dispatch_job(job, key), robust=True)
 
 
 def _dispatch_job(job: str, key: int) -> None:
-    mode = quality_config().updates
-    if mode == "worker":
-        try:
-            layer_sync(get_channel_layer().send)(
-                UPDATE_CHANNEL, {"type": "quality.job", "job": job, "key": key}
-            )
-        except Exception as exc:  # as in _dispatch: the job's sweep hook sends it again
-            logger.warning("%s %s: no quality worker reached (%r)", job, key, exc)
-    elif mode == "thread":
+    if quality_config().updates == "thread":
         background.enqueue(key, JOBS[job], queue=job)
     else:
-        run_job(job, key)
-
-
-def run_job(job: str, key: int) -> object:
-    """Run the registered job ``job`` for ``key`` now (the worker's ``quality.job``)."""
-    return JOBS[job](key)
+        JOBS[job](key)
 
 
 def answers_waiting(*, question_id: int, kind: str) -> int:
@@ -124,11 +102,12 @@ def answers_waiting(*, question_id: int, kind: str) -> int:
 def quality_sweep() -> list[int]:
     """Dispatch every question whose state lags its answers; return their ids.
 
-    The catch-up for whatever a dispatch after commit could not do (a worker down or killed
-    mid-batch, Redis unreachable, a process that died): :mod:`analytics.background` runs it at
-    the start of every served process and then every ``QUALITY_SWEEP_INTERVAL`` seconds. The
-    outbox kinds cost one query on the partial index of pending annotations; the kinds that
-    count their own backlog (``QuestionKind.waiting``) are asked question by question.
+    The quality worker's pass (:mod:`analytics.worker`, which processes in the pass itself) and,
+    in ``thread`` mode, the catch-up for whatever a dispatch after commit could not do (a
+    process that died): :mod:`analytics.background` runs it at start and then every
+    ``QUALITY_SWEEP_INTERVAL`` seconds. The outbox kinds cost one query on the partial index of
+    pending annotations; the kinds that count their own backlog (``QuestionKind.waiting``) are
+    asked question by question.
     """
     kinds = question_kinds()
     lagging = set(

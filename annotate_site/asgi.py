@@ -1,6 +1,12 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels (served by daphne), and
-the ``quality-updates`` worker channel (``manage.py runworker quality-updates``). Both kinds of
-process start the quality sweeper here (:func:`analytics.pipeline.quality_sweep`)."""
+"""ASGI entry point: HTTP through Django, websockets through Channels.
+
+In front of both: :class:`~annotate_site.body_limit.BodyLimit` (413 before an oversized body is
+read) and, for HTTP, :class:`~annotate_site.request_slots.RequestSlots` (``WEB_THREADS``
+requests run their view code at once). With ``QUALITY_UPDATES=thread`` (a single process such
+as ``runserver``) the process also runs the quality sweeper
+(:func:`analytics.pipeline.quality_sweep`); under ``serve`` and ``prod`` the quality worker
+process does that work (``manage.py quality_worker``).
+"""
 
 import os
 
@@ -10,23 +16,27 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate_site.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
-from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from analytics import background  # noqa: E402
 from analytics.config import quality_config  # noqa: E402
-from analytics.consumers import QualityWorker  # noqa: E402
-from analytics.pipeline import UPDATE_CHANNEL, quality_sweep  # noqa: E402
+from analytics.pipeline import quality_sweep  # noqa: E402
+from annotate_site.body_limit import BodyLimit  # noqa: E402
+from annotate_site.request_slots import RequestSlots  # noqa: E402
 from annotate_site.routing import websocket_urlpatterns  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
-        "channel": ChannelNameRouter({UPDATE_CHANNEL: QualityWorker.as_asgi()}),
-    }
+application = BodyLimit(
+    ProtocolTypeRouter(
+        {
+            "http": RequestSlots(django_asgi_app, slots=settings.WEB_THREADS),
+            "websocket": AllowedHostsOriginValidator(
+                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            ),
+        }
+    )
 )
 
-background.start_sweeper(quality_sweep, interval=quality_config().sweep_interval)
+if quality_config().updates == "thread":
+    background.start_sweeper(quality_sweep, interval=quality_config().sweep_interval)

@@ -1,15 +1,16 @@
 """``annotation-studio`` (and ``manage.py``): the studio's command line.
 
 ``serve [--demo]``
-    Migrate, collect the static files and serve the studio with one daphne process on
-    http://127.0.0.1:$PORT (8000). ``--demo`` also loads the demo studies, but never into a
-    database given by ``DATABASE_URL``: the demo accounts' password is published.
+    Migrate, collect the static files and serve the studio on http://127.0.0.1:$PORT (8000):
+    ``WEB_CONCURRENCY`` web processes (2) sharing the port and ``QUALITY_WORKERS`` quality
+    workers (1), run by the studio's supervisor (docs/serving.md). ``--demo`` also loads the
+    demo studies, but never into a database given by ``DATABASE_URL``: the demo accounts'
+    password is published.
 ``prod``
-    The production stack of one machine (README: Deploying). Needs ``SECRET_KEY``,
-    ``ALLOWED_HOSTS``, ``DATABASE_URL`` and ``REDIS_URL``; sets ``STUDIO_PRODUCTION=1`` and
-    ``QUALITY_UPDATES=worker``, migrates, collects the static files, then runs the packaged
-    ``Procfile`` with honcho: ``WEB_CONCURRENCY`` daphne processes (2) on consecutive ports from
-    ``PORT`` (8000), on 127.0.0.1 behind a TLS proxy, and ``QUALITY_WORKERS`` quality workers (2).
+    The production stack of one machine (docs/serving.md). Needs ``SECRET_KEY``,
+    ``ALLOWED_HOSTS``, ``DATABASE_URL`` and ``REDIS_URL``; sets ``STUDIO_PRODUCTION=1``,
+    migrates, collects the static files, then runs what ``serve`` runs on 127.0.0.1:$PORT
+    behind a TLS proxy, trusting its ``X-Forwarded-*`` headers.
 Anything else
     A Django management command: ``annotation-studio migrate``, ``create_manager``, ...
 """
@@ -18,14 +19,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import NoReturn
 
+from annotate_site.supervisor import Program, Supervisor
+
 PACKAGE_DIR = Path(__file__).resolve().parent
-PROCFILE = PACKAGE_DIR / "Procfile"
-ASGI_APPLICATION = "annotate_site.asgi:application"
 PRODUCTION_NEEDS = ("SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "REDIS_URL")
 
 
@@ -33,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run ``serve``, ``prod`` or a management command named in ``argv`` (``sys.argv``)."""
     argv = list(sys.argv if argv is None else argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate_site.settings")
-    # Child processes (management steps, daphne, workers) import this same copy of the studio.
+    # Child processes (management steps, web processes, workers) import this copy of the studio.
     search_path = [str(PACKAGE_DIR.parent), *filter(None, [os.environ.get("PYTHONPATH")])]
     os.environ["PYTHONPATH"] = os.pathsep.join(search_path)
     command = argv[1] if len(argv) > 1 else ""
@@ -51,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def serve(*, demo: bool) -> NoReturn:
-    """Set up the local database and serve it with one daphne process on 127.0.0.1."""
+    """Set up the local database and serve it on 127.0.0.1 (see the module docstring)."""
     _manage("migrate", "--noinput")
     _manage("collectstatic", "--noinput", "--verbosity", "0")
     if demo and os.environ.get("DATABASE_URL"):
@@ -60,43 +63,53 @@ def serve(*, demo: bool) -> NoReturn:
         _manage("load_demo")
     port = _env_int("PORT", 8000)
     print(f"Serving the studio at http://127.0.0.1:{port}/  (Ctrl-C stops it)", flush=True)
-    _exec(sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), ASGI_APPLICATION)
+    sys.exit(supervise(port=port, proxy_headers=False))
 
 
 def prod() -> NoReturn:
-    """Check the environment, migrate, collect static files, then run the Procfile's stack."""
+    """Check the environment, migrate, collect static files, then run the stack."""
     missing = [name for name in PRODUCTION_NEEDS if not os.environ.get(name, "").strip()]
     if missing:
-        sys.exit(f"error: the production stack needs {', '.join(missing)} (README: Deploying).")
-    web, workers, port = (
-        _env_int("WEB_CONCURRENCY", 2),
-        _env_int("QUALITY_WORKERS", 2),
-        _env_int("PORT", 8000),
-    )
-    os.environ.update(STUDIO_PRODUCTION="1", QUALITY_UPDATES="worker")
-    # The Procfile says `python`: the interpreter running this command.
-    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+        sys.exit(f"error: the production stack needs {', '.join(missing)} (docs/serving.md).")
+    os.environ["STUDIO_PRODUCTION"] = "1"
     _manage("migrate", "--noinput")
     _manage("collectstatic", "--noinput", "--verbosity", "0")
-    print(f"Production stack: {web} x daphne, {workers} x quality worker. Listening on:")
-    for instance in range(web):
-        print(f"  web.{instance + 1}  http://127.0.0.1:{port + instance}/  (HTTP and websockets)")
-    print("Point the TLS proxy at these addresses (README: Deploying). Ctrl-C stops all.")
-    sys.stdout.flush()
-    # honcho looks for .env beside the Procfile (there is none): the environment is the one
-    # checked above, so the checks, the migration and the processes all see the same settings.
-    honcho = ["start", "--no-colour", "-d", str(PACKAGE_DIR), "-f", str(PROCFILE), "-p", str(port)]
-    _exec(sys.executable, "-m", "honcho", *honcho, "-c", f"web={web},worker={workers}")
+    port = _env_int("PORT", 8000)
+    print(f"Production stack on http://127.0.0.1:{port}/ (HTTP and websockets): point the TLS")
+    print("proxy at it (docs/serving.md). Ctrl-C or SIGTERM stops it.", flush=True)
+    sys.exit(supervise(port=port, proxy_headers=True))
+
+
+def supervise(*, port: int, proxy_headers: bool) -> int:
+    """Bind 127.0.0.1:``port`` once and run the web processes on it and the quality workers
+    beside them under :class:`~annotate_site.supervisor.Supervisor`; its exit code."""
+    web, workers = _env_int("WEB_CONCURRENCY", 2), _env_int("QUALITY_WORKERS", 1)
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sys.exit(f"error: cannot listen on 127.0.0.1:{port} ({exc.strerror}); set PORT.")
+    listener.listen(2048)
+    listener.set_inheritable(True)
+    fd = str(listener.fileno())
+    web_command = [sys.executable, "-m", "annotate_site.webserver", "--fd", fd]
+    programs = [
+        Program(f"web.{n}", [*web_command, *(["--proxy-headers"] * proxy_headers)], (int(fd),))
+        for n in range(1, web + 1)
+    ]
+    worker_command = [sys.executable, "-m", "annotate_site", "quality_worker"]
+    programs += [Program(f"quality.{n}", worker_command) for n in range(1, workers + 1)]
+    print(f"{web} web process(es), {workers} quality worker(s).", flush=True)
+    # without Redis the processes share their dashboard pushes through this private directory
+    with tempfile.TemporaryDirectory(prefix="studio-peers-") as peers:
+        env = {**os.environ, "QUALITY_UPDATES": "worker", "STUDIO_CHANNEL_PEERS": peers}
+        return Supervisor(programs, env=env).run()
 
 
 def _manage(*args: str) -> None:
     """Run a management command in a child process; stop here if it fails."""
     subprocess.run([sys.executable, "-m", "annotate_site", *args], check=True)
-
-
-def _exec(*command: str) -> NoReturn:
-    """Replace this process with ``command`` (signals such as Ctrl-C then reach it directly)."""
-    os.execv(command[0], command)
 
 
 def _env_int(name: str, default: int) -> int:

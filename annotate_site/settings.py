@@ -19,6 +19,9 @@ Production differs only by environment variables:
 ``MEDIA_ACCEL_REDIRECT`` / ``MEDIA_X_SENDFILE`` let nginx / Apache send the stimuli's bytes
 ``UPLOAD_MAX_MEDIA_BYTES``, ``UPLOAD_MAX_IMPORT_BYTES``, ``UPLOAD_MAX_MODEL_RUN_BYTES`` size limits
 ``CSP_MEDIA_SOURCES`` where stimuli named by URL may load from (Content-Security-Policy)
+``ANONYMOUS_BODY_MAX_BYTES`` largest request body without a session or token (256 KiB)
+``WEB_THREADS``, ``ASYNC_THREADS``, ``DB_POOL_SIZE`` threads and connections per web process
+(``WEB_CONCURRENCY``, ``QUALITY_WORKERS``: processes; docs/serving.md)
 """
 
 from __future__ import annotations
@@ -175,16 +178,24 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-# Under ASGI every request runs in a thread of its own, and Django's connections belong to a
-# thread: without a pool each request opened (and closed) a PostgreSQL connection. The
-# process's pool hands them over; it replaces DB_CONN_MAX_AGE (left 0). DB_POOL_SIZE=0: off.
-DB_POOL_SIZE = int(os.environ.get("DB_POOL_SIZE", "8"))
+# Under ASGI every request runs its view code in a thread of its own, and Django's connections
+# belong to a thread: without a pool each request opened (and closed) a PostgreSQL connection.
+# The threads of a web process that can hold a connection at once are bounded: WEB_THREADS
+# requests run their view code together (annotate_site/request_slots.py queues the others in
+# the event loop), ASYNC_THREADS run the websockets' renders (the loop's default executor) and
+# one runs their thread-sensitive calls. The pool holds that many (DB_POOL_SIZE, if set, is
+# the size instead; 0: no pool), so a request never waits for a connection another thread
+# could have returned: a pool of 8 under 16 concurrent requests per process answered 503
+# (PoolTimeout after 5 s) without any fault.
+WEB_THREADS = int(os.environ.get("WEB_THREADS", "8"))
+ASYNC_THREADS = int(os.environ.get("ASYNC_THREADS", "4"))
+DB_POOL_SIZE = int(os.environ.get("DB_POOL_SIZE", str(WEB_THREADS + ASYNC_THREADS + 1)))
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and DB_POOL_SIZE:
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DB_POOL_SIZE,
-        # a request waits at most 5 s for a connection; then (the database away, or every
-        # connection busy) it answers 503 with Retry-After instead of hanging (errors.py)
+        # a request waits at most 5 s for a connection; then (the database away) it answers
+        # 503 with Retry-After instead of hanging (errors.py)
         "timeout": 5,
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -213,7 +224,14 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # In memory; the processes of one `serve` share their group messages through the private
+    # directory its supervisor names in STUDIO_CHANNEL_PEERS (annotate_site/peer_layer.py).
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "annotate_site.peer_layer.PeerChannelLayer",
+            "CONFIG": {"peers_dir": os.environ.get("STUDIO_CHANNEL_PEERS", "")},
+        }
+    }
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -281,6 +299,17 @@ REPEAT_MAX_SECONDS = float(os.environ.get("REPEAT_MAX_SECONDS", 60))
 # Labels of one categorical question (core/limits.py; the quality state grows with its square)
 QUESTION_MAX_LABELS = int(os.environ.get("QUESTION_MAX_LABELS", 100))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
+# Request bodies are refused with 413 before they are read (annotate_site/body_limit.py): from
+# Content-Length at once, a chunked body as its bytes arrive. A request without a session cookie
+# and without an Authorization header (sign-in, registration, a participant's consent) may send
+# ANONYMOUS_BODY_MAX_BYTES; others the largest upload above plus room for the form around it.
+ANONYMOUS_BODY_MAX_BYTES = int(os.environ.get("ANONYMOUS_BODY_MAX_BYTES", 256 * 1024))
+BODY_MAX_BYTES = max(
+    UPLOAD_MAX_MEDIA_BYTES,
+    UPLOAD_MAX_IMPORT_BYTES,
+    UPLOAD_MAX_MODEL_RUN_BYTES,
+    DATA_UPLOAD_MAX_MEMORY_SIZE,
+) + int(os.environ.get("BODY_FORM_MARGIN_BYTES", 1024 * 1024))
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 SESSION_COOKIE_HTTPONLY = True
@@ -370,14 +399,16 @@ QUESTION_KINDS = [
 ]
 
 # The quality settings below are read once per use into analytics.config.QualityConfig.
-# Where quality updates run after a commit: "thread" (default) on one background thread of the
-# web process; "inline" in the committing thread itself (the tests use it: deterministic);
-# "worker" on channel workers (`manage.py runworker quality-updates`) over Redis, which
-# production with several web processes runs beside daphne.
+# Where quality updates run after a commit: "thread" (default) on a background thread of a
+# single web process (runserver); "inline" in the committing thread itself (the tests use it:
+# deterministic); "worker" in quality worker processes (`manage.py quality_worker`), which
+# `serve` and `prod` start beside their web processes: they read the outbox of pending answers
+# every QUALITY_WORKER_INTERVAL seconds (analytics/worker.py).
 QUALITY_UPDATES = os.environ.get("QUALITY_UPDATES", "thread")
-# Every served process (daphne, runworker) sends the questions whose answers still wait for
-# analysis on their way at start and then every N seconds (0 = never): the catch-up after a
-# worker, Redis or a web process was down (analytics.pipeline.quality_sweep).
+QUALITY_WORKER_INTERVAL = float(os.environ.get("QUALITY_WORKER_INTERVAL", "0.25"))
+# A thread-mode process sends the questions whose answers still wait for analysis on their way
+# at start and then every N seconds (0 = never): the catch-up after it was down
+# (analytics.pipeline.quality_sweep).
 QUALITY_SWEEP_INTERVAL = float(os.environ.get("QUALITY_SWEEP_INTERVAL", "30"))
 # Live quality dashboard (analytics.publishing): a new snapshot row at most every N seconds
 # (the newest row is updated in between); Dawid-Skene refit at most every N seconds (0 = only

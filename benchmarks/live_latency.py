@@ -6,9 +6,11 @@ A study with one ordered categorical question already holds ``--annotations`` ro
 1. rebuilds the quality state from scratch (``quality_rebuild``, then the publish alone);
 2. times ``quality_process_pending`` for single new annotations (stats update, then the publish:
    indicators + snapshot + flags + push), in process;
-3. serves the site with daphne on 127.0.0.1 (a subprocess; ``--mode thread`` (the default:
-   a background thread of the web process), ``inline`` (in the request thread after commit), or
-   ``worker`` (a ``runworker quality-updates`` process beside it over Redis)), opens the
+3. serves the site on 127.0.0.1: ``--mode worker`` (the default) as ``annotation-studio
+   serve`` does (the supervisor, ``--web`` web processes on one port and a quality worker
+   process; the pushes cross processes through Redis when ``REDIS_URL`` is set, else through
+   the peer channel layer), or one daphne process with ``--mode thread`` (a background thread
+   of the web process) or ``inline`` (in the request thread after commit); it opens the
    manager's dashboard websocket and lets ``--annotators`` simulated annotators submit over the
    REST API (``POST /api/annotations/``, token auth) with think times; the latency of a submit
    is the time until the first pushed dashboard whose row for that annotator shows the new item
@@ -34,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 from statistics import median
@@ -43,7 +46,8 @@ from benchmarks.django_setup import ROOT, setup_django
 
 LABELS = ["negative", "neutral", "positive"]
 ROW = re.compile(
-    r'<th scope="row">([^<\s]+)[^<]*(?:<span[^>]*>[^<]*</span>)?</th>\s*<td class="num[^"]*">(\d+)'
+    r'<th scope="row">([^<\s]+)[^<]*(?:<span[^>]*>[^<]*</span>)?</th>\s*'
+    r'<td class="num[^"]*"[^>]*>(\d+)'
 )
 
 
@@ -191,7 +195,7 @@ def _time_incremental(question, annotators, n: int) -> dict[str, float]:
             )
         with mock.patch.object(pipeline, "quality_publish"):
             started = time.perf_counter()
-            applied = pipeline.quality_process_pending(question_id=question.pk)
+            applied = pipeline.quality_process(question_id=question.pk)
             process.append(time.perf_counter() - started)
         assert applied == 1
         started = time.perf_counter()
@@ -348,15 +352,14 @@ def main() -> None:
     parser.add_argument(
         "--mode",
         choices=["thread", "inline", "worker"],
-        default="thread",
-        help="QUALITY_UPDATES of the server; worker = a `runworker quality-updates` process "
-        "beside daphne (needs REDIS_URL), as production",
+        default="worker",
+        help="QUALITY_UPDATES; worker = `annotation-studio serve` (web processes + a quality "
+        "worker), the others one daphne process",
     )
+    parser.add_argument("--web", type=int, default=2, help="web processes (worker mode)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     args.worker = args.mode == "worker"
-    if args.worker and not os.environ.get("REDIS_URL"):
-        parser.error("--mode worker needs REDIS_URL (the in-memory layer does not cross processes)")
     if args.quick:
         args.annotations, args.annotators, args.submits, args.think = 20_000, 10, 4, 0.5
 
@@ -435,18 +438,19 @@ def main() -> None:
     daphne = str(Path(sys.executable).parent / "daphne")
     commands = [[daphne, "-b", "127.0.0.1", "-p", str(port), "annotate_site.asgi:application"]]
     if args.worker:
-        commands.append([sys.executable, "manage.py", "runworker", "quality-updates"])
+        env.update(PORT=str(port), WEB_CONCURRENCY=str(args.web), QUALITY_WORKERS="1")
+        commands = [[sys.executable, "-m", "annotate_site", "serve"]]
     servers = [
         subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         for command in commands
     ]
     try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        for _ in range(600):  # serve migrates and collects the static files first
+            try:  # a page, not a connection: serve's port listens before its processes serve
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=5)
                 break
             except OSError:
-                time.sleep(0.1)
+                time.sleep(0.2)
         results.update(
             asyncio.run(
                 _load(

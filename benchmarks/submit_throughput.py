@@ -3,12 +3,14 @@ side with Potato and Label Studio on the same task.
 
 A running study with ``--items`` text items and one categorical question of 4 labels gives
 each simulated annotator (``--annotators`` per path, each with an API token and a logged-in
-session) a queue of every item. The benchmark serves the site with daphne on 127.0.0.1
-(``--web`` processes on consecutive ports from ``--port``; the quality updates in the
-background thread of each, or with ``--mode worker`` in ``--workers`` ``runworker
-quality-updates`` processes beside them over Redis: ``--workers 0`` leaves them undone, which
-measures a request's own cost) and, for each client count of ``--clients``, lets that many
-annotators loop for ``--seconds`` without think time over keep-alive connections:
+session) a queue of every item. The benchmark serves the site on 127.0.0.1 as
+``annotation-studio serve`` does (``--server studio``: the supervisor, ``--web`` uvicorn
+processes on one port and ``--workers`` quality worker processes; with ``DATABASE_URL``/
+``REDIS_URL`` set, the PostgreSQL + Redis stack), or with ``--web`` processes of another server
+on consecutive ports (``daphne``, ``uvicorn``, ``granian``, ``hypercorn``; the quality updates
+in a background thread of each, or none with ``--mode worker --workers 0``: the server alone)
+and, for each client count of ``--clients``, lets that many simulated annotators loop for
+``--seconds`` without think time over keep-alive connections:
 
 ``page``    the annotator page's own path: one htmx ``POST /studies/{id}/annotate/`` that
             answers and returns the next item (session cookie, CSRF token, signed ticket);
@@ -448,6 +450,15 @@ def _pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p * (len(ordered) - 1)))] if ordered else 0.0
 
 
+def _process_tree(pids: list[int]) -> list[int]:
+    """``pids`` and all their descendants (Linux ``/proc``), the processes whose CPU counts."""
+    found = list(pids)
+    for pid in found:
+        for task in Path(f"/proc/{pid}/task").glob("*/children"):
+            found += [int(child) for child in task.read_text().split()]
+    return found
+
+
 def _cpu_seconds(pids: list[int]) -> float:
     """User + system CPU seconds the processes have used so far (Linux ``/proc``; else 0)."""
     total = 0.0
@@ -460,6 +471,26 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total
 
 
+_BIN = Path(sys.executable).parent
+ASGI = "annotate_site.asgi:application"
+# One process each on its own port (``--web`` of them); the servers compared for issue 22.
+SERVERS = {
+    "daphne": [str(_BIN / "daphne"), ASGI],
+    "uvicorn": [str(_BIN / "uvicorn"), "--no-access-log", "--lifespan", "off", ASGI],
+    "granian": [str(_BIN / "granian"), "--interface", "asgi", "--log-level", "warning", ASGI],
+    "hypercorn": [str(_BIN / "hypercorn"), ASGI],
+}
+
+
+def _bind(server: str, port: int) -> list[str]:
+    """The command-line options that put ``server`` on 127.0.0.1:``port``."""
+    if server == "hypercorn":
+        return ["-b", f"127.0.0.1:{port}"]
+    if server == "daphne":
+        return ["-b", "127.0.0.1", "-p", str(port)]
+    return ["--host", "127.0.0.1", "--port", str(port)]
+
+
 def _wait_for(port: int, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -468,7 +499,7 @@ def _wait_for(port: int, timeout: float = 30.0) -> None:
             return
         except OSError:
             time.sleep(0.1)
-    raise SystemExit(f"daphne did not start on port {port}")
+    raise SystemExit(f"the server did not start on port {port}")
 
 
 def main() -> None:
@@ -485,16 +516,24 @@ def main() -> None:
     parser.add_argument(
         "--annotators", type=int, default=0, help="per path; default: the most clients"
     )
-    parser.add_argument("--web", type=int, default=1, help="daphne processes")
-    parser.add_argument("--port", type=int, default=8400, help="first daphne port")
+    parser.add_argument("--web", type=int, default=1, help="server processes")
+    parser.add_argument("--port", type=int, default=8400, help="(first) server port")
     parser.add_argument(
         "--mode",
         choices=["thread", "worker"],
         default="thread",
-        help="QUALITY_UPDATES of the servers; worker = --workers `runworker quality-updates` "
-        "processes (needs REDIS_URL)",
+        help="QUALITY_UPDATES of other servers than studio; worker with --workers 0 = no "
+        "quality work at all (the server alone)",
     )
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1, help="quality workers (studio)")
+    parser.add_argument(
+        "--server",
+        choices=["studio", *sorted(SERVERS)],
+        default="studio",
+        help="studio = `annotation-studio serve` (the supervisor, --web uvicorn processes on one "
+        "port, --workers quality workers); else --web processes of that server on consecutive "
+        "ports from --port",
+    )
     parser.add_argument(
         "--flat", help="HISTORY:ANSWERS pairs: per-submit CPU in process instead of the load"
     )
@@ -514,10 +553,8 @@ def main() -> None:
     args = parser.parse_args()
     counts = [int(n) for n in args.clients.split(",")]
     paths = args.path.split(",")
-    if args.mode == "worker" and not os.environ.get("REDIS_URL"):
-        parser.error("--mode worker needs REDIS_URL (the in-memory layer does not cross processes)")
-    if args.web > 1 and not os.environ.get("DATABASE_URL"):
-        parser.error("--web > 1 needs DATABASE_URL: SQLite serves one process")
+    if args.server != "studio" and args.mode == "worker" and args.workers:
+        parser.error("--mode worker with workers needs --server studio (quality_worker processes)")
 
     tmp = Path(tempfile.mkdtemp(prefix="submit-throughput-"))
     setup_django(tmp, fast_passwords=True)
@@ -536,21 +573,22 @@ def main() -> None:
     )
     ports = [args.port + i for i in range(args.web)]
     env = {**os.environ, "QUALITY_UPDATES": args.mode, "ALLOWED_HOSTS": "127.0.0.1"}
-    daphne = str(Path(sys.executable).parent / "daphne")
-    commands = [
-        [daphne, "-b", "127.0.0.1", "-p", str(port), "annotate_site.asgi:application"]
-        for port in ports
-    ]
-    if args.mode == "worker":
-        commands += [[sys.executable, "manage.py", "runworker", "quality-updates"]] * args.workers
+    if args.server == "studio":  # what a newcomer runs: the supervisor, its webs and workers
+        ports = [args.port]
+        env.update(PORT=str(args.port), WEB_CONCURRENCY=str(args.web))
+        env["QUALITY_WORKERS"] = str(args.workers)
+        commands = [[sys.executable, "-m", "annotate_site", "serve"]]
+    else:
+        commands = [[*SERVERS[args.server], *_bind(args.server, port)] for port in ports]
     log = (tmp / "server.log").open("w")
     servers = [
         subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         for command in commands
     ]
-    pids = [server.pid for server in servers]
+    mode = "worker processes" if args.server == "studio" else args.mode
     print(
-        f"{engine}, {args.web} daphne process(es), quality updates: {args.mode}; "
+        f"{engine}, {args.web} {args.server} web process(es), quality updates: {mode} "
+        f"({args.workers} worker(s) in worker mode); load {os.getloadavg()[0]:.1f}; "
         f"{args.items} items, {len(clients)} annotators; {os.cpu_count()} cores; "
         f"{args.seconds:.0f} s per row"
     )
@@ -563,7 +601,8 @@ def main() -> None:
     acknowledged = dict.fromkeys(paths, 0)
     try:
         for port in ports:
-            _wait_for(port)
+            _wait_for(port, timeout=120)
+        pids = _process_tree([server.pid for server in servers])
         for p, path in enumerate(paths):
             # each path its own annotators: a queue of --items runs out otherwise
             mine = clients[p :: len(paths)]

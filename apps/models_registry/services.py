@@ -5,7 +5,7 @@ the run and marks it: ``ModelRun.evaluation_requested_at`` is an outbox inside t
 request is not lost if the process dies. After the commit :func:`model_runs_schedule` hands the
 question to :func:`analytics.pipeline.job_schedule`, which runs :func:`model_runs_evaluate_pending`
 where ``QUALITY_UPDATES`` says (``inline`` in the committing thread, ``thread`` on the
-background thread, ``worker`` in a ``quality-updates`` worker), like the quality updates. An
+background thread, ``worker`` on a quality worker's next pass), like the quality updates. An
 evaluation costs about 10 s for 50 annotators x 2,000 items (``benchmarks/model_runs.py``), so
 no request waits for it; the pages say "evaluating…" with the previous figures meanwhile.
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
+import threading
 import uuid
 
 import numpy as np
 import pytest
-from channels.layers import get_channel_layer
-from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics.metrics.categorical import kappa_from_confusion, pairwise_kappa
-from analytics.pipeline import UPDATE_CHANNEL, quality_schedule
+from analytics.worker import quality_worker_run
 from apps.annotations.models import Annotation, Assignment
 from apps.annotations.services import annotation_undo_last, annotations_submit
 from apps.categorical.quality import quality_process_pending, quality_rebuild, quality_stats
@@ -92,14 +90,7 @@ def test_state_kappa_matches_the_metric_on_current_labels():
     )
 
 
-@pytest.mark.postgres  # SQLite's in-memory test database locks tables across threads at once
-@pytest.mark.django_db(transaction=True)
-def test_thread_mode_brings_the_state_up_to_date_off_the_request_thread(settings):
-    from analytics import background
-
-    settings.QUALITY_UPDATES = "thread"
-    study, annotators = running_study(n_items=4, n_annotators=2)
-    question = study.questions.get()
+def _answer_every_assignment(annotators, question) -> None:
     for user in annotators:
         for assignment in Assignment.objects.filter(annotator=user):
             annotations_submit(
@@ -108,6 +99,17 @@ def test_thread_mode_brings_the_state_up_to_date_off_the_request_thread(settings
                 answers={question: "neutral"},
                 idempotency_key=uuid.uuid4(),
             )
+
+
+@pytest.mark.postgres  # SQLite's in-memory test database locks tables across threads at once
+@pytest.mark.django_db(transaction=True)
+def test_thread_mode_brings_the_state_up_to_date_off_the_request_thread(settings):
+    from analytics import background
+
+    settings.QUALITY_UPDATES = "thread"
+    study, annotators = running_study(n_items=4, n_annotators=2)
+    question = study.questions.get()
+    _answer_every_assignment(annotators, question)
     assert background.idle(timeout=30)
     assert not Annotation.objects.filter(analysis_pending=True).exists()
     _, incremental = quality_stats(question_id=question.pk)
@@ -116,24 +118,29 @@ def test_thread_mode_brings_the_state_up_to_date_off_the_request_thread(settings
     assert incremental.confusion.sum() == 16  # 2 x 2 annotator pairs (diagonal too) x 4 items
 
 
-@pytest.mark.django_db(transaction=True)  # code inside the loop reads on its own connection
-def test_a_worker_dispatch_from_inside_a_running_event_loop_reaches_the_worker_channel(
+@pytest.mark.django_db(transaction=True)  # the pass runs as served: no test transaction
+def test_worker_mode_leaves_the_answers_to_the_worker_pass_which_coalesces_them(
     settings, monkeypatch
 ) -> None:
-    """A commit hands the question to the quality workers from sync code that may run inside
-    an event loop (a live server's thread, a browser test): the message must arrive, not fail
-    in ``async_to_sync`` and be left to the next sweep."""
+    """``QUALITY_UPDATES=worker`` (serve, prod): the web process does no quality work after a
+    commit (not even a message); the worker's next pass applies every pending answer of the
+    question in one update, equal to a rebuild."""
     settings.QUALITY_UPDATES = "worker"
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the ORM inside the loop's thread
-    study, _ = running_study(n_items=2, n_annotators=2)
+    study, annotators = running_study(n_items=4, n_annotators=3)
     question = study.questions.get()
-    layer = get_channel_layer()
-
-    async def commit_inside_a_loop() -> dict:
-        with transaction.atomic():
-            quality_schedule(question_id=question.pk)  # dispatched when this commits
-        return await asyncio.wait_for(layer.receive(UPDATE_CHANNEL), timeout=10)
-
-    message = asyncio.run(commit_inside_a_loop())
-    assert message == {"type": "quality.process", "question_id": question.pk}
+    processed: list[int] = []
+    original = quality_process_pending
+    monkeypatch.setattr(
+        "apps.categorical.quality.quality_process_pending",
+        lambda **kw: processed.append(kw["question_id"]) or original(**kw),
+    )
+    _answer_every_assignment(annotators, question)
+    assert processed == []
+    assert Annotation.objects.filter(analysis_pending=True).count() == 12
+    settings.QUALITY_UPDATES = "inline"  # what `manage.py quality_worker` sets for itself
+    assert quality_worker_run(interval=0, stop=threading.Event(), passes=2) == 2
+    assert processed == [question.pk]  # twelve answers, one update; the second pass: none
+    assert not Annotation.objects.filter(analysis_pending=True).exists()
+    _, incremental = quality_stats(question_id=question.pk)
+    _, fresh = quality_stats(question_id=question.pk, fresh=True)
+    assert incremental.equals(fresh)

@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -25,15 +26,15 @@ from tests.factories import running_study
 
 @pytest.fixture
 def steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
-    """Record the management steps and the final exec instead of running them."""
+    """Record the management steps and the supervised stack instead of running them."""
     calls: list[tuple[str, ...]] = []
     monkeypatch.setattr(cli, "_manage", lambda *args: calls.append(args))
 
-    def fake_exec(*command: str) -> None:
-        calls.append(("exec", *command[1:]))
-        raise SystemExit(0)
+    def fake_supervise(*, port: int, proxy_headers: bool) -> int:
+        calls.append(("supervise", str(port), str(proxy_headers)))
+        return 0
 
-    monkeypatch.setattr(cli, "_exec", fake_exec)
+    monkeypatch.setattr(cli, "supervise", fake_supervise)
     for name in (*cli.PRODUCTION_NEEDS, "PORT", "STUDIO_PRODUCTION", "QUALITY_UPDATES"):
         monkeypatch.delenv(name, raising=False)
     return calls
@@ -47,8 +48,8 @@ def run(*args: str) -> None:
 
 def test_serve_demo_loads_the_demo_into_the_local_database(steps, capsys):
     run("serve", "--demo")
-    assert [step[0] for step in steps] == ["migrate", "collectstatic", "load_demo", "exec"]
-    assert steps[-1][-3:] == ("-p", "8000", cli.ASGI_APPLICATION)
+    assert [step[0] for step in steps] == ["migrate", "collectstatic", "load_demo", "supervise"]
+    assert steps[-1] == ("supervise", "8000", "False")
     assert "http://127.0.0.1:8000/" in capsys.readouterr().out
 
 
@@ -57,7 +58,7 @@ def test_serve_never_loads_the_demo_into_a_database_given_by_database_url(
 ):
     monkeypatch.setenv("DATABASE_URL", "postgres://studio@db.example.org/studio")
     run("serve", "--demo")
-    assert [step[0] for step in steps] == ["migrate", "collectstatic", "exec"]
+    assert [step[0] for step in steps] == ["migrate", "collectstatic", "supervise"]
     assert "the demo is not loaded" in capsys.readouterr().out
 
 
@@ -72,19 +73,15 @@ def test_prod_refuses_to_start_without(missing, steps, monkeypatch):
     assert steps == []
 
 
-def test_prod_runs_the_procfile_with_the_chosen_concurrency(steps, capsys, monkeypatch):
+def test_prod_supervises_the_stack_behind_the_proxy(steps, capsys, monkeypatch):
     production = {**PRODUCTION_ENV, "DATABASE_URL": "postgres://x/y", "REDIS_URL": "redis://r"}
-    for name, value in {**production, "WEB_CONCURRENCY": "3", "PORT": "8310"}.items():
+    for name, value in {**production, "PORT": "8310"}.items():
         monkeypatch.setenv(name, value)
     run("prod")
-    assert [step[0] for step in steps] == ["migrate", "collectstatic", "exec"]
-    assert steps[-1][-5:] == (str(cli.PROCFILE), "-p", "8310", "-c", "web=3,worker=2")
-    assert (os.environ["STUDIO_PRODUCTION"], os.environ["QUALITY_UPDATES"]) == ("1", "worker")
-    out = capsys.readouterr().out
-    assert all(f"http://127.0.0.1:{port}/" in out for port in (8310, 8311, 8312))
-    procfile = cli.PROCFILE.read_text()
-    assert "--proxy-headers -b 127.0.0.1 -p $PORT" in procfile
-    assert "runworker quality-updates" in procfile
+    assert [step[0] for step in steps] == ["migrate", "collectstatic", "supervise"]
+    assert steps[-1] == ("supervise", "8310", "True")  # X-Forwarded-* trusted from 127.0.0.1
+    assert os.environ["STUDIO_PRODUCTION"] == "1"
+    assert "http://127.0.0.1:8310/" in capsys.readouterr().out
 
 
 def _request(
@@ -97,9 +94,14 @@ def _request(
     request = urllib.request.Request(url, data=body, headers=headers)
     try:
         with urllib.request.build_opener(NoRedirect).open(request, timeout=10) as response:
-            return response.status, dict(response.headers), response.read()
+            return response.status, _lower(response.headers), response.read()
     except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
+        return error.code, _lower(error.headers), error.read()
+
+
+def _lower(headers: Any) -> dict[str, str]:
+    """Response headers by lower-case name (HTTP names are case-insensitive; servers differ)."""
+    return {name.lower(): value for name, value in headers.items()}
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -109,9 +111,9 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 
 @pytest.mark.postgres
 def test_the_production_stack_serves_and_its_workers_analyse(transactional_db, tmp_path: Path):
-    """``manage.py prod`` against the test database and REDIS_URL: both daphne processes answer
-    behind a would-be TLS proxy, plain HTTP is redirected to HTTPS, and an annotation submitted
-    through one of them is analysed by a quality worker (``QUALITY_UPDATES=worker``)."""
+    """``manage.py prod`` against the test database and REDIS_URL: its web processes answer on
+    the port behind a would-be TLS proxy, plain HTTP is redirected to HTTPS, and an annotation
+    submitted through them is analysed by the quality worker (``QUALITY_UPDATES=worker``)."""
     from django.conf import settings
 
     if not os.environ.get("REDIS_URL"):
@@ -142,7 +144,7 @@ def test_the_production_stack_serves_and_its_workers_analyse(transactional_db, t
         )
     proxied = {"X-Forwarded-Proto": "https"}
     try:
-        logins = [f"http://127.0.0.1:{port + n}/accounts/login/" for n in range(2)]
+        logins = [f"http://127.0.0.1:{port}/accounts/login/"] * 2
         statuses: list[int] = []
         deadline = time.monotonic() + 120
         while statuses != [200, 200] and time.monotonic() < deadline and stack.poll() is None:
@@ -152,13 +154,13 @@ def test_the_production_stack_serves_and_its_workers_analyse(transactional_db, t
                 time.sleep(0.5)
         output = log.read_text()
         assert statuses == [200, 200], output
-        assert f"http://127.0.0.1:{port + 1}/" in output
+        assert f"http://127.0.0.1:{port}/" in output
         status, headers, _ = _request(logins[0], **proxied)
-        assert "max-age=31536000" in headers["Strict-Transport-Security"]
+        assert "max-age=31536000" in headers["strict-transport-security"]
         status, headers, _ = _request(logins[0])
-        assert (status, headers["Location"]) == (301, logins[0].replace("http:", "https:"))
+        assert (status, headers["location"]) == (301, logins[0].replace("http:", "https:"))
 
-        api = f"http://127.0.0.1:{port + 1}/api"
+        api = f"http://127.0.0.1:{port}/api"
         auth = {**proxied, "Authorization": f"Token {token}"}
         status, _, body = _request(f"{api}/studies/{study.pk}/next/", **auth)
         assert status == 200, body

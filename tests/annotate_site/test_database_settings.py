@@ -28,11 +28,20 @@ def test_sqlite_uses_the_backend_that_queues_writers(tmp_path: Path) -> None:
     assert default["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
 
 
-@pytest.mark.parametrize(("size", "pool"), [(None, 8), ("3", 3), ("0", None)])
-def test_postgresql_connections_come_from_a_pool(tmp_path: Path, size, pool) -> None:
+@pytest.mark.parametrize(
+    ("size", "threads", "pool"),
+    [(None, None, 13), (None, "16", 21), ("3", None, 3), ("0", None, None)],
+)
+def test_postgresql_connections_come_from_a_pool_as_large_as_the_threads_using_it(
+    tmp_path: Path, size, threads, pool
+) -> None:
+    """By default one connection for each thread that can hold one: WEB_THREADS request slots,
+    ASYNC_THREADS executor threads and the thread-sensitive one (8 + 4 + 1)."""
     variables = {"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/studio"}
     if size is not None:
         variables["DB_POOL_SIZE"] = size
+    if threads is not None:
+        variables["WEB_THREADS"] = threads
     options = databases(tmp_path, **variables).get("OPTIONS", {})
     assert options.get("pool", {}).get("max_size") == pool
     assert databases(tmp_path, **variables)["CONN_MAX_AGE"] == 0

@@ -109,3 +109,79 @@ def test_the_served_default_uses_it() -> None:
     if connection.vendor != "sqlite":
         pytest.skip("the default database is not SQLite")
     assert settings.DATABASES["default"]["ENGINE"] == "annotate_site.sqlite"
+
+
+_WRITER = """
+import sys, time
+import django
+django.setup()
+from django.db.utils import ConnectionHandler
+handler = ConnectionHandler({"default": {"ENGINE": "annotate_site.sqlite", "NAME": sys.argv[1],
+    "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"}}})
+connection = handler["default"]
+connection.ensure_connection()
+print("ready", flush=True)
+sys.stdin.readline()
+connection.set_autocommit(False, force_begin_transaction_with_broken_autocommit=True)
+with connection.cursor() as cursor:
+    cursor.execute("INSERT INTO events VALUES (?, ?)", (sys.argv[2] + " began", time.time()))
+time.sleep(float(sys.argv[3]))
+with connection.cursor() as cursor:
+    cursor.execute("INSERT INTO events VALUES (?, ?)", (sys.argv[2] + " commits", time.time()))
+connection.commit()
+"""
+
+
+def test_writers_in_two_processes_queue_on_the_lock_file(tmp_path) -> None:
+    """A writer in another process waits for the file lock, not in SQLite's busy handler
+    (sleeps of up to 100 ms): its BEGIN goes through the moment the first process commits."""
+    import subprocess
+    import sys
+
+    from tests.annotate_site.helpers import REPO, child_env
+
+    path = tmp_path / "db.sqlite3"
+    setup = sqlite_connection(path)
+    with setup.cursor() as cursor:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("CREATE TABLE events (what text, at real)")
+    setup.close()
+    env = {**child_env(tmp_path), "DJANGO_SETTINGS_MODULE": "annotate_site.settings"}
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(path), name, hold],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for name, hold in (("first", "0.5"), ("second", "0"))
+    ]
+    for writer in writers:
+        assert writer.stdout.readline().strip() == "ready"
+    watch = sqlite_connection(path)
+    writers[0].stdin.write("go\n")
+    writers[0].stdin.flush()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # until the first process is inside its transaction
+        with watch.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM events")
+            if cursor.fetchone()[0]:
+                break
+        time.sleep(0.005)
+    writers[1].stdin.write("go\n")
+    writers[1].stdin.flush()
+    assert [writer.wait(30) for writer in writers] == [0, 0]
+    with watch.cursor() as cursor:
+        cursor.execute("SELECT what, at FROM events ORDER BY at")
+        rows = cursor.fetchall()
+    watch.close()
+    assert [what for what, _ in rows] == [
+        "first began",
+        "first commits",
+        "second began",
+        "second commits",
+    ]
+    # the second BEGIN followed the first COMMIT within a few ms, not after SQLite's sleeps
+    assert rows[2][1] - rows[1][1] < 0.03, rows

@@ -1,9 +1,11 @@
 """Fault tests: the production stack as real processes on loopback, with faults injected.
 
 Each test gets its own database, cloned from a migrated template on a private PostgreSQL
-(port 5491), and a flushed private Redis (port 6391): stopping them harms nobody else. daphne
-runs on ports 8100-8199 and ``runworker quality-updates`` beside it, both with
-``QUALITY_UPDATES=worker`` and a 2-second sweep. Clients speak plain HTTP (``http.client``) and
+(port 5491), and a flushed private Redis (port 6391): stopping them harms nobody else. Web
+processes (``python -m annotate_site.webserver``, uvicorn, as ``serve`` and ``prod`` run them,
+each here on its own port in 8100-8199 so a test can aim at one) and quality workers
+(``manage.py quality_worker``) run with ``QUALITY_UPDATES=worker``; ``prod`` itself, under its
+supervisor, for the tests of the supervisor. Clients speak plain HTTP (``http.client``) and
 websockets (``websockets``). Every process a test starts is killed by its PID when the test
 ends, passed or failed.
 
@@ -193,7 +195,7 @@ def private_redis() -> Iterator[PrivateRedis]:
 
 @dataclass
 class Stack:
-    """The processes of one test (daphne, workers) against its own database."""
+    """The processes of one test (web processes, workers) against its own database."""
 
     postgres: PrivatePostgres
     redis: PrivateRedis
@@ -208,7 +210,6 @@ class Stack:
             "DATABASE_URL": self.postgres.url(self.db),
             "REDIS_URL": self.redis.url,
             "QUALITY_UPDATES": "worker",
-            "QUALITY_SWEEP_INTERVAL": "2",
             "QUALITY_PLOT_INTERVAL": "0",
             "SECRET_KEY": SECRET_KEY,
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
@@ -218,28 +219,38 @@ class Stack:
             "PYTHONUNBUFFERED": "1",
         }
 
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+    def _spawn(
+        self, name: str, args: list[str], *, pass_fds: tuple[int, ...] = (), **env: str
+    ) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115  (closed with the process)
-        process = subprocess.Popen(args, cwd=ROOT, env=self.env, stdout=log, stderr=log)
+        process = subprocess.Popen(
+            args,
+            cwd=ROOT,
+            env={**self.env, **env},
+            stdout=log,
+            stderr=log,
+            pass_fds=pass_fds,
+        )
         log.close()
         process.name = name  # type: ignore[attr-defined]
         self.processes.append(process)
         return process
 
     def web(self, port: int | None = None) -> tuple[subprocess.Popen, int]:
-        """Start daphne; return it and its port once it accepts connections."""
+        """Start a web process; return it and its port once it answers."""
         process, port = self._spawn_web(port)
         self._wait_web(process, port)
         return process, port
 
     def worker(self) -> subprocess.Popen:
-        """Start ``runworker quality-updates``; return it once it listens."""
+        """Start ``manage.py quality_worker``; return it once it runs its passes."""
         process = self._spawn_worker()
         self._wait_worker(process)
         return process
 
     def up(self, *, webs: int, workers: int) -> tuple[list[int], list[subprocess.Popen]]:
-        """Start daphnes and workers side by side; their ports and the workers, once ready."""
+        """Start web processes and workers side by side; their ports and the workers, once
+        ready."""
         started = [self._spawn_web(None) for _ in range(webs)]
         crew = [self._spawn_worker() for _ in range(workers)]
         for process, port in started:
@@ -249,26 +260,63 @@ class Stack:
         return [port for _, port in started], crew
 
     def _spawn_web(self, port: int | None) -> tuple[subprocess.Popen, int]:
+        """A web process on its own listening socket (bound here, handed over as serve does)."""
         port = port or next(WEB_PORTS)
-        daphne = str(Path(sys.executable).with_name("daphne"))
-        asgi = ["-b", "127.0.0.1", "-p", str(port), "annotate_site.asgi:application"]
-        return self._spawn(f"web-{port}", [daphne, *asgi]), port
+        with socket.socket() as listener:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", port))
+            listener.listen(128)
+            fd = listener.fileno()
+            command = [sys.executable, "-m", "annotate_site.webserver", "--fd", str(fd)]
+            return self._spawn(f"web-{port}", command, pass_fds=(fd,)), port
 
     def _wait_web(self, process: subprocess.Popen, port: int) -> None:
-        wait_for(lambda: self._alive(process) and _port_open(port), timeout=90, what=f":{port}")
+        wait_for(
+            lambda: self._alive(process) and "Started server process" in self.log(process.name),  # type: ignore[attr-defined]
+            timeout=90,
+            what=f":{port}",
+        )
 
     def _spawn_worker(self) -> subprocess.Popen:
         index = sum(p.name.startswith("worker") for p in self.processes)  # type: ignore[attr-defined]
-        command = [sys.executable, "manage.py", "runworker", "quality-updates"]
+        command = [sys.executable, "manage.py", "quality_worker"]
         return self._spawn(f"worker-{index}", command)
 
     def _wait_worker(self, process: subprocess.Popen) -> None:
         name = process.name  # type: ignore[attr-defined]
         wait_for(
-            lambda: self._alive(process) and "Running worker" in self.log(name),
+            lambda: self._alive(process) and "Quality worker: a pass every" in self.log(name),
             timeout=90,
             what=name,
         )
+
+    def prod(self, port: int, **env: str) -> subprocess.Popen:
+        """``manage.py prod`` (the supervisor, its web processes and workers) on ``port``;
+        returned once the port answers."""
+        process = self._spawn("prod", [sys.executable, "manage.py", "prod"], PORT=str(port), **env)
+        wait_for(
+            lambda: (
+                self._alive(process)
+                and self.log("prod").count("Started server process")
+                >= int(env.get("WEB_CONCURRENCY", "2"))
+            ),
+            timeout=120,
+            what="prod",
+        )
+        return process
+
+    def next_port(self) -> int:
+        return next(WEB_PORTS)
+
+    def children(self, process: subprocess.Popen, marker: str) -> list[int]:
+        """The pids of ``process``'s children whose command line contains ``marker``."""
+        path = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+        found = []
+        for pid in path.read_text().split():
+            with contextlib.suppress(OSError):  # ended meanwhile
+                if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(int(pid))
+        return found
 
     def _alive(self, process: subprocess.Popen) -> bool:
         if process.poll() is not None:
@@ -313,7 +361,11 @@ class Stack:
     def close(self) -> None:
         for process in self.processes:
             if process.poll() is None:
+                children = self.children(process, "")  # a supervisor's web processes, workers
                 process.kill()
+                for pid in children:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
         for process in self.processes:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=30)

@@ -1,4 +1,5 @@
-"""Faults injected into the running stack (daphne, quality workers, PostgreSQL, Redis).
+"""Faults injected into the running stack (web processes, quality workers, the supervisor,
+PostgreSQL, Redis).
 
 Every test starts real processes, drives them with real HTTP and websocket clients, injects one
 fault and checks the invariant: every intended answer stored exactly once, no partial write, no
@@ -8,9 +9,12 @@ See ``conftest.py`` for the private PostgreSQL and Redis and the process handlin
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,6 +68,12 @@ def _join(futures, pool) -> None:
         pool.shutdown(wait=True)
 
 
+def _stored_at_least(stack: Stack, n: int) -> None:
+    """Wait until the burst has stored ``n`` answers (the moment to inject the fault)."""
+    count = "SELECT count(*) FROM annotations_revision"
+    wait_for(lambda: stack.count(count) >= n, timeout=90, what=f"{n} answers stored")
+
+
 def _stored_exactly_once(stack: Stack, answers: list[Intended]) -> None:
     assert all(a.statuses and a.statuses[-1] in (200, 201) for a in answers), [
         a.statuses for a in answers if not a.statuses or a.statuses[-1] not in (200, 201)
@@ -102,8 +112,8 @@ def _dashboard(port: int, data: dict[str, Any]) -> tuple[int, str]:
 
 
 def test_idle_worker_and_websocket_outlive_the_redis_socket_timeout(stack: Stack) -> None:
-    """redis-py's 5 s read timeout against channels-redis' 5 s blocking pop used to end an idle
-    worker (TimeoutError) and close an idle dashboard websocket (1011) within 5-10 s."""
+    """redis-py's 5 s read timeout against channels-redis' 5 s blocking pop used to close an
+    idle dashboard websocket (1011) within 5-10 s; the worker's push still arrives after 13 s."""
     data = stack.data("seed", "3", "1")
     (port,), (worker,) = stack.up(webs=1, workers=1)
     with _dashboard_socket(port, data) as socket:
@@ -126,11 +136,7 @@ def test_web_process_killed_mid_burst_stores_every_answer_once(stack: Stack) -> 
     answers = [a for plan in plans for a in plan]
     futures, pool = _burst(plans, [port], pace=0.0, budget=150)
     try:
-        wait_for(
-            lambda: stack.count("SELECT count(*) FROM annotations_revision") >= len(answers) // 3,
-            timeout=90,
-            what="a third of the burst",
-        )
+        _stored_at_least(stack, len(answers) // 3)
         stack.kill(web)  # kill -9 with requests in flight
         stack.web(port)  # the clients retry what they did not see, with the same keys
     finally:
@@ -155,7 +161,7 @@ def test_worker_killed_mid_batch_leaves_a_state_equal_to_a_rebuild(stack: Stack)
     data = stack.data("backlog", "600", "6")  # 3,600 answers stored, none analysed
     total = stack.pending()
     assert total == 3600
-    worker = stack.worker()  # its sweep sends the question at start
+    worker = stack.worker()  # its first pass takes the question
     wait_for(lambda: _in_batch(stack), timeout=60, step=0.02, what="the worker's batch")
     stack.kill(worker)
     assert stack.pending() == total  # the batch rolled back whole
@@ -171,11 +177,7 @@ def test_postgres_stopped_under_load_answers_503_and_recovers(stack: Stack) -> N
     answers = [a for plan in plans for a in plan]
     futures, pool = _burst(plans, [port], pace=0.1, budget=150)
     try:
-        wait_for(
-            lambda: stack.count("SELECT count(*) FROM annotations_revision") >= 20,
-            timeout=60,
-            what="load",
-        )
+        _stored_at_least(stack, 20)
         stack.postgres.stop()
         try:
             time.sleep(3)
@@ -190,7 +192,7 @@ def test_postgres_stopped_under_load_answers_503_and_recovers(stack: Stack) -> N
         _join(futures, pool)
     statuses = [s for a in answers for s in a.statuses]
     assert 503 in statuses
-    assert "unseen" not in statuses  # daphne answered every request, outage or not
+    assert "unseen" not in statuses  # the server answered every request, outage or not
     _stored_exactly_once(stack, answers)
     _caught_up(stack, data["question"])
     assert _dashboard(port, data)[0] == 200  # the same processes, new connections
@@ -219,7 +221,7 @@ def test_redis_stopped_submits_succeed_and_the_dashboard_catches_up(stack: Stack
         stack.redis.start()
     _stored_exactly_once(stack, answers)
     found = _caught_up(stack, data["question"])
-    assert worker.poll() is None  # it waited for Redis instead of exiting
+    assert worker.poll() is None  # its pushes failed while Redis was away; it went on
     status, html = _dashboard(port, data)
     assert "waiting for analysis" not in html
     assert f"<dd>{found['annotations']}</dd>" in html
@@ -244,3 +246,47 @@ def test_two_webs_and_two_workers_never_double_count(stack: Stack) -> None:
     _stored_exactly_once(stack, answers)
     found = _caught_up(stack, data["question"])
     assert found["annotations"] == len(answers)
+
+
+def test_prod_restarts_a_killed_process_alone_and_stops_cleanly_on_sigterm(stack: Stack) -> None:
+    """``prod`` under a burst: kill -9 of one web process loses no answer, the port keeps
+    serving, that process alone is restarted; SIGTERM then stops every process, exit 0."""
+    data = stack.data("seed", "20", "4")
+    port = stack.next_port()
+    # production settings, plain HTTP on loopback (no TLS proxy in front here)
+    supervisor = stack.prod(port, STUDIO_HTTPS="0", WEB_CONCURRENCY="2")
+    webs = stack.children(supervisor, "annotate_site.webserver")
+    workers = stack.children(supervisor, "quality_worker")
+    assert len(webs) == 2
+    assert len(workers) == 1
+    plans, _ = _intended(data)
+    answers = [a for plan in plans for a in plan]
+    futures, pool = _burst(plans, [port], pace=0.02, budget=150)
+    try:
+        _stored_at_least(stack, len(answers) // 4)
+        os.kill(webs[0], signal.SIGKILL)
+        killed_at = time.monotonic()
+        restarted = wait_for(
+            lambda: set(stack.children(supervisor, "annotate_site.webserver")) - set(webs),
+            timeout=5,
+            step=0.05,
+            what="the restarted web process",
+        )
+        assert time.monotonic() - killed_at < 5
+        assert webs[1] in stack.children(supervisor, "annotate_site.webserver")
+        assert stack.children(supervisor, "quality_worker") == workers
+    finally:
+        _join(futures, pool)
+    _stored_exactly_once(stack, answers)
+    _caught_up(stack, data["question"])
+    assert request(port, "GET", "/accounts/login/")[0] == 200
+    assert f"web.1 (pid {webs[0]}) exited" in stack.log("prod")
+    assert len(restarted) == 1
+    everyone = [*stack.children(supervisor, ""), supervisor.pid]
+    supervisor.send_signal(signal.SIGTERM)
+    assert supervisor.wait(timeout=30) == 0
+    wait_for(
+        lambda: not any(Path(f"/proc/{pid}").exists() for pid in everyone[:-1]),
+        timeout=10,
+        what="every process of the stack to end",
+    )

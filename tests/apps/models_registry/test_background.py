@@ -12,12 +12,11 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from analytics import background
-from analytics.consumers import QualityWorker
-from analytics.pipeline import SWEEP_HOOKS, UPDATE_CHANNEL, quality_sweep
+from analytics.pipeline import SWEEP_HOOKS, quality_sweep
+from analytics.worker import quality_worker_run
 from apps.models_registry import services
 from apps.models_registry.models import ModelRun, ModelRunEvaluation
 from apps.models_registry.services import (
-    EVALUATION_JOB,
     Upload,
     model_run_register,
     model_runs_evaluate_pending,
@@ -145,19 +144,14 @@ def test_the_sweep_dispatches_runs_left_waiting_and_abandoned_claims(
 
 
 @pytest.mark.django_db(transaction=True)  # the worker closes old connections, as served
-def test_worker_mode_sends_the_job_to_the_quality_workers(settings, monkeypatch):
+def test_worker_mode_leaves_the_job_to_the_quality_workers_next_pass(settings):
     settings.QUALITY_UPDATES = "worker"
     sim = simulated_study()
-    sent: list[tuple[str, dict]] = []
-    monkeypatch.setattr(
-        "analytics.pipeline.layer_sync", lambda send: lambda channel, m: sent.append((channel, m))
-    )
-    run = _register(sim)  # committed: the dispatch happened
-    assert sent == [
-        (UPDATE_CHANNEL, {"type": "quality.job", "job": EVALUATION_JOB, "key": sim.question.pk})
-    ]
+    run = _register(sim)  # committed: nothing ran in this (web) process
+    assert run.evaluating
     assert not run.evaluations.exists()
-    QualityWorker().quality_job(sent[0][1])  # what `runworker quality-updates` does with it
+    settings.QUALITY_UPDATES = "inline"  # what `manage.py quality_worker` sets for itself
+    assert quality_worker_run(interval=0, stop=threading.Event(), passes=1) == 1
     run.refresh_from_db()
     assert not run.evaluating
     assert run.evaluations.get().figures["dic"] == 0.0

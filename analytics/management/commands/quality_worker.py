@@ -1,0 +1,36 @@
+"""``manage.py quality_worker``: keep the quality states current (:mod:`analytics.worker`).
+
+Started by ``annotation-studio serve`` and ``prod`` beside the web processes; SIGTERM or
+Ctrl-C ends it after the pass in progress."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+from analytics.worker import quality_worker_run
+
+
+class Command(BaseCommand):
+    help = "Process the answers waiting for quality analysis, every QUALITY_WORKER_INTERVAL s."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--interval",
+            type=float,
+            default=float(settings.QUALITY_WORKER_INTERVAL),
+            help="seconds between passes (default: QUALITY_WORKER_INTERVAL)",
+        )
+
+    def handle(self, *args: Any, interval: float, **options: Any) -> None:
+        settings.QUALITY_UPDATES = "inline"  # this process is where the updates run
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        self.stdout.write(f"Quality worker: a pass every {interval} s", ending="\n")
+        self.stdout.flush()
+        quality_worker_run(interval=interval, stop=stop)

@@ -1,0 +1,47 @@
+"""The quality worker: a process that keeps every question's quality state current.
+
+``annotation-studio serve`` and ``prod`` start ``QUALITY_WORKERS`` of them beside the web
+processes (``manage.py quality_worker``), so the statistics never take the web processes' CPU
+or GIL. A web process in ``worker`` mode sends nothing after a commit: the submit transaction
+already marked the answer as pending (``Annotation.analysis_pending``, the pairwise sequence),
+and that outbox is the queue. Every ``QUALITY_WORKER_INTERVAL`` seconds (0.25) a pass runs
+:func:`analytics.pipeline.quality_sweep` with the process in ``inline`` mode: one indexed query
+finds the questions with answers waiting, each is processed once with all its pending answers
+(a burst of 50 answers to a question is one update), published, and the dashboards are told
+through the channel layer. A pass that takes longer than the interval is followed at once by
+the next; an idle pass costs one query per kind that counts its own backlog.
+
+Nothing is lost: a worker killed mid-batch rolls back and the answers stay pending; a worker
+that cannot reach the database logs it and tries again on the next pass. Several workers are
+safe (each question's state row is locked for its batch) but only help with many questions.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from django.db import close_old_connections, connection
+
+from analytics.pipeline import quality_sweep
+
+logger = logging.getLogger(__name__)
+
+
+def quality_worker_run(*, interval: float, stop: threading.Event, passes: int = 0) -> int:
+    """Run sweeps every ``interval`` seconds until ``stop`` is set (or ``passes`` have run, if
+    not 0); returns how many passes ran. The process must be in ``inline`` mode (the command
+    sets it), so a pass processes the questions it finds in this thread."""
+    done = 0
+    while not stop.is_set() and (not passes or done < passes):
+        started = time.monotonic()
+        close_old_connections()
+        try:
+            quality_sweep()
+        except Exception as exc:  # the database away: the answers wait for the next pass
+            logger.warning("quality pass failed (%r); next try in %s s", exc, interval)
+            connection.close()
+        done += 1
+        stop.wait(max(0.0, interval - (time.monotonic() - started)))
+    return done

@@ -1,0 +1,71 @@
+"""One web process of the studio: uvicorn serving :mod:`annotate_site.asgi` on a listening
+socket its supervisor opened (``python -m annotate_site.webserver --fd N``).
+
+``annotation-studio serve`` and ``prod`` (:mod:`annotate_site.cli`) bind the port once and run
+``WEB_CONCURRENCY`` of these on it: the kernel hands each new connection to whichever process
+accepts first, so a process that dies or restarts leaves the port served by the others.
+uvicorn (httptools, uvloop) streams request bodies to the application with flow control, so a
+large upload waits in the socket, not in memory, and :mod:`annotate_site.body_limit` refuses
+an oversized one before it is read. The loop's default executor (the websockets' renders) has
+``ASYNC_THREADS`` threads, as the database pool expects (``annotate_site.settings``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+from concurrent.futures import ThreadPoolExecutor
+
+import uvicorn
+
+ASGI_APPLICATION = "annotate_site.asgi:application"
+
+
+def _loop_factory() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:  # uvloop has no Windows build: asyncio's own loop serves too
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def serve(*, fd: int, proxy_headers: bool) -> None:
+    """Serve the studio on the listening socket ``fd`` until SIGTERM or SIGINT."""
+    listener = socket.socket(fileno=fd)
+    config = uvicorn.Config(
+        ASGI_APPLICATION,
+        http="httptools",
+        ws="websockets-sansio",
+        lifespan="off",
+        access_log=False,
+        # the TLS proxy on 127.0.0.1 says who the client is and that it spoke HTTPS
+        proxy_headers=proxy_headers,
+        forwarded_allow_ips="127.0.0.1",
+        timeout_graceful_shutdown=10,
+        server_header=False,
+    )
+    config.load()  # imports the application, so Django's settings are ready below
+    from django.conf import settings
+
+    async def main() -> None:
+        executor = ThreadPoolExecutor(settings.ASYNC_THREADS, thread_name_prefix="asgi")
+        asyncio.get_running_loop().set_default_executor(executor)
+        await uvicorn.Server(config).serve(sockets=[listener])
+
+    with asyncio.Runner(loop_factory=_loop_factory) as runner:
+        runner.run(main())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m annotate_site.webserver")
+    parser.add_argument("--fd", type=int, required=True, help="an inherited listening socket")
+    parser.add_argument(
+        "--proxy-headers", action="store_true", help="trust X-Forwarded-* from 127.0.0.1"
+    )
+    args = parser.parse_args(argv)
+    serve(fd=args.fd, proxy_headers=args.proxy_headers)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""``annotation-studio serve`` as real processes: request bodies that stall nobody, a supervisor
+that restarts a crashed process alone and stops everything on SIGTERM."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.annotate_site.helpers import REPO, child_env
+
+MB = 1024 * 1024
+LOGIN = "/accounts/login/"
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen
+    port: int
+    log: Path
+
+    def children(self) -> list[int]:
+        """The supervisor's child processes (web processes and quality workers)."""
+        path = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        return [int(pid) for pid in path.read_text().split()]
+
+    def web_pids(self) -> list[int]:
+        return [pid for pid in self.children() if b"webserver" in _cmdline(pid)]
+
+    def worker_pids(self) -> list[int]:
+        return [pid for pid in self.children() if b"quality_worker" in _cmdline(pid)]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _rss_mb(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return total / 1024
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _get(port: int, path: str = LOGIN, timeout: float = 10) -> tuple[int, float]:
+    started = time.perf_counter()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        response.read()
+        return response.status, time.perf_counter() - started
+    finally:
+        connection.close()
+
+
+def _serve(tmp_path: Path, *, web: int) -> Iterator[Served]:
+    if not Path("/proc/self/task").is_dir():
+        pytest.skip("reads processes from Linux /proc")
+    port = _free_port()
+    log = tmp_path / "serve.log"
+    env = child_env(tmp_path, PORT=str(port), WEB_CONCURRENCY=str(web), ALLOWED_HOSTS="127.0.0.1")
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, str(REPO / "manage.py"), "serve"],
+            env=env,
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    served = Served(process, port, log)
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            assert process.poll() is None, log.read_text()
+            try:
+                if _get(port, timeout=5)[0] == 200 and len(served.web_pids()) == web:
+                    break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            raise AssertionError(f"serve did not answer:\n{log.read_text()[-3000:]}")
+        yield served
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture(scope="module")
+def one_web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """serve with one web process: a stall of it would stall every request."""
+    yield from _serve(tmp_path_factory.mktemp("one-web"), web=1)
+
+
+@pytest.fixture
+def two_webs(tmp_path: Path) -> Iterator[Served]:
+    yield from _serve(tmp_path, web=2)
+
+
+def _send_multipart(port: int, size: int, *, chunked: bool, headers: dict[str, str]) -> int:
+    """POST ``size`` bytes of multipart/form-data to ``/x/``; the status (or 0 if the server
+    closed the connection before answering)."""
+    boundary = "studioboundary"
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="f"; filename="big.bin"\r\n'
+        "Content-Type: application/octet-stream\r\n\r\n"
+    ).encode()
+    tail = f"\r\n--{boundary}--\r\n".encode()
+    piece = b"\0" * MB
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.putrequest("POST", "/x/")
+        connection.putheader("Content-Type", f"multipart/form-data; boundary={boundary}")
+        for name, value in headers.items():
+            connection.putheader(name, value)
+        total = len(head) + size + len(tail)
+        if chunked:
+            connection.putheader("Transfer-Encoding", "chunked")
+        else:
+            connection.putheader("Content-Length", str(total))
+        connection.endheaders()
+        for block in [head, *(piece for _ in range(size // MB)), tail]:
+            connection.send(f"{len(block):x}\r\n".encode() + block + b"\r\n" if chunked else block)
+        if chunked:
+            connection.send(b"0\r\n\r\n")
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    except OSError:  # the server answered 413 and closed while the body was still going out
+        try:
+            return connection.getresponse().status
+        except (OSError, http.client.HTTPException):
+            return 0
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(
+    ("chunked", "headers", "refused"),
+    [
+        (False, {}, True),  # anonymous, announced length: 413 before reading
+        (True, {}, True),  # anonymous, chunked: 413 once 256 KiB have been counted
+        (False, {"Cookie": "sessionid=forged"}, False),  # under the upload limit: streamed
+    ],
+    ids=["anonymous-length", "anonymous-chunked", "session-cookie"],
+)
+def test_a_50_mb_multipart_body_stalls_nobody_and_costs_little_memory(
+    one_web: Served, chunked: bool, headers: dict[str, str], refused: bool
+) -> None:
+    """While a 50 MB multipart POST goes to the only web process, the sign-in page answers
+    within 1 s each time, and the process grows by less than 200 MB."""
+    web = one_web.web_pids()
+    before = _rss_mb(web)
+    peak = [before]
+    outcome: list[int] = []
+    sender = threading.Thread(
+        target=lambda: outcome.append(
+            _send_multipart(one_web.port, 50 * MB, chunked=chunked, headers=headers)
+        )
+    )
+    sender.start()
+    slowest = 0.0
+    while sender.is_alive():
+        status, seconds = _get(one_web.port)
+        assert status == 200
+        slowest = max(slowest, seconds)
+        peak.append(_rss_mb(web))
+        time.sleep(0.05)
+    sender.join()
+    status, seconds = _get(one_web.port)
+    assert status == 200
+    assert max(slowest, seconds) < 1.0, (slowest, seconds)
+    assert max(peak) - before < 200, (before, peak)
+    if refused:
+        assert outcome in ([413], [0]), outcome
+    else:  # read to the end (into a temporary file), then routed: no such page
+        assert outcome == [404], outcome
+
+
+def test_a_killed_process_is_restarted_alone_and_sigterm_stops_everything(
+    two_webs: Served,
+) -> None:
+    webs, workers = two_webs.web_pids(), two_webs.worker_pids()
+    assert len(webs) == 2
+    assert len(workers) == 1
+    os.kill(webs[0], signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    statuses = []
+    while time.monotonic() < deadline:  # the port keeps serving: the other process answers
+        statuses.append(_get(two_webs.port, timeout=5)[0])
+        restarted = set(two_webs.web_pids()) - {webs[1]}
+        if restarted - {webs[0]}:
+            break
+        time.sleep(0.05)
+    assert set(statuses) == {200}, statuses
+    assert webs[1] in two_webs.web_pids()  # the other web process was not touched
+    assert len(set(two_webs.web_pids()) - set(webs)) == 1, two_webs.log.read_text()[-2000:]
+    assert two_webs.worker_pids() == workers
+
+    os.kill(workers[0], signal.SIGKILL)  # the quality worker, too, comes back alone
+    for _ in range(100):
+        if two_webs.worker_pids() and two_webs.worker_pids() != workers:
+            break
+        time.sleep(0.05)
+    assert two_webs.worker_pids()
+    assert two_webs.worker_pids() != workers
+    assert "web.1 (pid" in two_webs.log.read_text()
+
+    children = two_webs.children()
+    two_webs.process.send_signal(signal.SIGTERM)
+    assert two_webs.process.wait(30) == 0
+    for pid in children:
+        assert not Path(f"/proc/{pid}").exists() or _cmdline(pid) == b"", pid
