@@ -17,13 +17,13 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from analytics import background  # noqa: E402
 from analytics.config import quality_config  # noqa: E402
 from analytics.pipeline import quality_sweep  # noqa: E402
 from annotate_site.body_limit import BodyLimit  # noqa: E402
+from annotate_site.origins import SameOriginValidator  # noqa: E402
 from annotate_site.request_slots import RequestSlots  # noqa: E402
 from annotate_site.routing import websocket_urlpatterns  # noqa: E402
 
@@ -31,7 +31,7 @@ application = BodyLimit(
     ProtocolTypeRouter(
         {
             "http": RequestSlots(django_asgi_app, slots=settings.WEB_THREADS),
-            "websocket": AllowedHostsOriginValidator(
+            "websocket": SameOriginValidator(
                 AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
             ),
         }

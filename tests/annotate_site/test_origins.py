@@ -50,3 +50,37 @@ def _hosts(settings):
 )
 def test_the_origin_must_be_the_sites_own(origin, host, scheme, extra, allowed):
     assert allowed_origin(scope(origin, host, scheme, **extra)) is allowed
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("origin", "connected"),
+    [(b"http://localhost:8000", True), (b"http://localhost:9999", False)],
+)
+def test_the_application_opens_a_dashboard_socket_for_the_sites_own_page_only(
+    client, origin, connected
+):
+    """Through the whole ASGI application, a manager's session: the dashboard socket opens for
+    the page served on localhost:8000 and not for one served on another port."""
+    from asgiref.sync import async_to_sync
+    from channels.testing import WebsocketCommunicator
+
+    from annotate_site.asgi import application
+    from tests.factories import running_study
+
+    study, _ = running_study(n_items=1, n_annotators=1)
+    question = study.questions.get()
+    client.force_login(study.created_by)
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+
+    async def connect() -> bool:
+        communicator = WebsocketCommunicator(
+            application,
+            f"/ws/studies/{study.pk}/quality/?question={question.pk}",
+            headers=[(b"host", b"localhost:8000"), (b"origin", origin), (b"cookie", cookie)],
+        )
+        opened, _ = await communicator.connect(timeout=20)
+        await communicator.disconnect()
+        return opened
+
+    assert async_to_sync(connect)() is connected
