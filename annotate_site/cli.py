@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 from typing import NoReturn
 
@@ -40,7 +41,10 @@ def main(argv: list[str] | None = None) -> None:
     search_path = [str(PACKAGE_DIR.parent), *filter(None, [os.environ.get("PYTHONPATH")])]
     os.environ["PYTHONPATH"] = os.pathsep.join(search_path)
     command = argv[1] if len(argv) > 1 else ""
-    if command == "serve":
+    if command in ("", "-h", "--help", "help") and len(argv) <= 2:
+        name = Path(argv[0]).name
+        print(usage("annotation-studio" if name in ("__main__.py", "-c") else name))
+    elif command == "serve":
         parser = argparse.ArgumentParser(prog=f"{Path(argv[0]).name} serve")
         parser.add_argument("--demo", action="store_true", help="load the demo studies too")
         serve(demo=parser.parse_args(argv[2:]).demo)
@@ -51,6 +55,38 @@ def main(argv: list[str] | None = None) -> None:
         from django.core.management import execute_from_command_line
 
         execute_from_command_line(argv)
+
+
+def usage(program: str) -> str:
+    """The studio's own commands first (``serve``, ``prod`` and the management commands of its
+    apps, each with its help line), then where Django's are listed. ``--help`` printed
+    Django's list alone, without ``serve`` or ``prod``."""
+    import django
+    from django.core.management import get_commands, load_command_class
+
+    django.setup()
+    own = {
+        name: app
+        for name, app in get_commands().items()
+        if app.startswith(("apps.", "analytics", "annotate_site"))
+    }
+    lines = [
+        f"usage: {program} <command> [options]",
+        "",
+        "The studio:",
+        "  serve [--demo]       serve the studio on http://127.0.0.1:$PORT (8000); --demo loads",
+        "                       the demo studies (docs/deploying.md)",
+        "  prod                 the production stack of one machine (docs/serving.md)",
+    ]
+    for name in sorted(own):
+        first = load_command_class(own[name], name).help.split(". ")[0].strip().rstrip(".")
+        lines.append(f"  {name:<20} {textwrap.shorten(first, width=58, placeholder='…')}")
+    lines += [
+        "",
+        f"Django's own commands (migrate, createsuperuser, ...): {program} help --commands",
+        f"Help on one command: {program} <command> --help",
+    ]
+    return "\n".join(lines)
 
 
 def serve(*, demo: bool) -> NoReturn:

@@ -180,3 +180,15 @@ def test_the_production_stack_serves_and_its_workers_analyse(transactional_db, t
     finally:
         os.killpg(stack.pid, signal.SIGTERM)
         stack.wait(timeout=30)
+
+
+def test_help_lists_the_studios_own_commands(capsys):
+    """``annotation-studio --help`` printed Django's command list, without serve or prod."""
+    from annotate_site.cli import main
+
+    main(["annotation-studio", "--help"])
+    out = capsys.readouterr().out
+    for command in ("serve", "prod", "load_demo", "import_items", "quality_worker"):
+        assert f"\n  {command}" in out
+    assert "Create an account that may create studies" in out  # each with its help line
+    assert "help --commands" in out  # where Django's own commands are
