@@ -1,8 +1,8 @@
 """Schemathesis against the API's own OpenAPI schema: no server error, every response as documented.
 
 Every operation of ``/api/schema/`` gets generated requests (valid and invalid bodies, query
-strings and path parameters), sent in-process to the WSGI application with a manager's and
-with an annotator's API token over a seeded study (categorical, pairwise and continuous
+strings and path parameters), sent in-process to the WSGI application with a manager's, with
+an annotator's and with no API token over a seeded study (categorical, pairwise and continuous
 questions, items, answers). Two checks: ``not_a_server_error`` (no 5xx) and
 ``response_schema_conformance`` (the body matches the schema of its status code).
 
@@ -95,6 +95,7 @@ def seeded() -> Seeded:
     tokens = {
         "manager": AuthToken.objects.create(user=study.created_by)[1],
         "annotator": AuthToken.objects.create(user=annotators[1])[1],
+        "anonymous": "",
     }
     return Seeded(study.pk, tokens)
 
@@ -109,10 +110,10 @@ def seeded() -> Seeded:
 def test_api_answers_as_documented(case, seeded):
     if "study_pk" in (case.path_parameters or {}):
         case.path_parameters["study_pk"] = seeded.study_pk  # a real study, not a random 404
-    for token in seeded.tokens.values():  # the manager's, then the annotator's
+    for token in seeded.tokens.values():  # the manager's, the annotator's, then none
         before = transaction.savepoint()
         try:
-            response = case.call(headers={"Authorization": f"Token {token}"})
+            response = case.call(headers={"Authorization": f"Token {token}"} if token else {})
         finally:
             transaction.savepoint_rollback(before)  # every request meets the seeded data
         case.validate_response(response, checks=[not_a_server_error, response_schema_conformance])

@@ -36,11 +36,28 @@ class ItemSerializer(serializers.ModelSerializer):
 
 
 class ManagedItemSerializer(ItemSerializer):
-    """An item as its study's managers see it: with its external id and queue position."""
+    """An item in the items API: with its external id and queue position for the study's
+    managers, and both ``null`` for annotators (``context["manager"]``), so that one schema
+    describes the answer whoever asks."""
+
+    external_id = serializers.SerializerMethodField(
+        help_text="The item's id in your files; null unless you manage the study."
+    )
+    position = serializers.SerializerMethodField(
+        help_text="Its place in the queue order; null unless you manage the study."
+    )
 
     class Meta(ItemSerializer.Meta):
         fields = ["id", "external_id", "kind", "text", "url", "media", "position"]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_external_id(self, item: Item) -> str | None:
+        return item.external_id if self.context.get("manager") else None
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_position(self, item: Item) -> int | None:
+        return item.position if self.context.get("manager") else None
 
 
 class ImportSummarySerializer(serializers.Serializer):

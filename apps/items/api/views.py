@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
-from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
@@ -13,7 +15,6 @@ from rest_framework.viewsets import GenericViewSet
 
 from apps.items.api.serializers import (
     ImportSummarySerializer,
-    ItemSerializer,
     ManagedItemSerializer,
 )
 from apps.items.models import Item
@@ -40,31 +41,19 @@ ITEM_ROWS_SCHEMA = {
 _ROWS = serializers.ListField(child=serializers.DictField())
 
 
-def _item_for_role(*, many: bool) -> PolymorphicProxySerializer:
-    """The schema of an item in the answer: as managers or as annotators see it."""
-    return PolymorphicProxySerializer(
-        component_name="ItemForRole",
-        serializers=[ManagedItemSerializer, ItemSerializer],
-        resource_type_field_name=None,
-        many=many,
-    )
-
-
-@extend_schema_view(
-    list=extend_schema(responses=_item_for_role(many=True)),
-    retrieve=extend_schema(responses=_item_for_role(many=False)),
-)
 class ItemViewSet(InStudyMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSet):
     """Managers see every item of the study with its external id and position; annotators see
     the items they have answered, as the queue showed them (not their package ahead: its
     attention checks would stand out)."""
 
+    serializer_class = ManagedItemSerializer
     permission_classes = [IsAuthenticated, IsStudyManagerOrReadOnly]
 
-    def get_serializer_class(self) -> type[ItemSerializer]:
-        if getattr(self, "swagger_fake_view", False) or self.study.role == Membership.Role.MANAGER:
-            return ManagedItemSerializer
-        return ItemSerializer
+    def get_serializer_context(self) -> dict[str, Any]:
+        context = super().get_serializer_context()
+        if not getattr(self, "swagger_fake_view", False):
+            context["manager"] = self.study.role == Membership.Role.MANAGER
+        return context
 
     def get_queryset(self) -> QuerySet[Item]:
         if getattr(self, "swagger_fake_view", False):

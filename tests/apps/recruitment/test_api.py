@@ -81,7 +81,7 @@ def test_participants_see_neither_gold_answers_nor_other_packages():
     )
     listed = client.get(f"/api/studies/{study.pk}/items/").json()["results"]
     assert [item["id"] for item in listed] == [first.item_id]  # what they answered
-    assert "position" not in listed[0]
-    assert "external_id" not in listed[0]
+    assert listed[0]["position"] is None  # null for annotators: nothing to single a check out
+    assert listed[0]["external_id"] is None
     annotations = client.get("/api/annotations/", {"study": study.pk}).json()["results"]
     assert [a["item"] for a in annotations] == [first.item_id]  # their own answer only
