@@ -16,7 +16,7 @@ from playwright.sync_api import Page
 
 from apps.demo.management.commands.load_demo import DEMO_PASSWORD, EMOTIONS_NAME
 from apps.studies.models import Question, Study
-from tests.browser.conftest import sign_in_page
+from tests.browser.conftest import ARTIFACTS, sign_in_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -36,21 +36,36 @@ CLIPPED_CONTROLS = """() => {
     const name = (control.innerText || control.getAttribute('aria-label') || control.name
                   || control.id || control.tagName).trim().slice(0, 40);
     if (box.left < -0.5 || box.right > width + 0.5) {
-      clipped.push(`${name}: ${Math.round(box.left)}..${Math.round(box.right)} px, viewport ${width}`);
+      const where = `${Math.round(box.left)}..${Math.round(box.right)} px`;
+      clipped.push(`${name}: ${where}, viewport ${width}`);
       continue;
     }
-    for (let box_ = control.parentElement; box_ && box_ !== document.body; box_ = box_.parentElement) {
+    let box_ = control.parentElement;
+    for (; box_ && box_ !== document.body; box_ = box_.parentElement) {
       const style = getComputedStyle(box_);
       if (style.overflowX === 'visible') continue;
       const outer = box_.getBoundingClientRect();
       if (box.left < outer.left - 0.5 || box.right > outer.right + 0.5) {
-        clipped.push(`${name}: ${Math.round(box.left)}..${Math.round(box.right)} px, `
-                     + `in ${box_.className || box_.tagName} ${Math.round(outer.left)}..${Math.round(outer.right)}`);
+        const where = `${Math.round(box.left)}..${Math.round(box.right)} px`;
+        const around = `${Math.round(outer.left)}..${Math.round(outer.right)}`;
+        clipped.push(`${name}: ${where}, in ${box_.className || box_.tagName} ${around}`);
         break;
       }
     }
   }
   return clipped;
+}"""
+
+
+# What reaches past the viewport's right edge (the innermost elements, to name the culprit).
+TOO_WIDE = """() => {
+  const width = document.documentElement.clientWidth;
+  const over = el => el.getBoundingClientRect().right > width + 0.5;
+  return [...document.querySelectorAll('body *')]
+    .filter(el => over(el) && ![...el.children].some(over))
+    .slice(0, 5)
+    .map(el => `${el.tagName.toLowerCase()}.${el.className}`
+               + ` to ${Math.round(el.getBoundingClientRect().right)} px`);
 }"""
 
 
@@ -88,13 +103,16 @@ def test_no_control_of_the_manager_pages_is_clipped(device, chromium, live_serve
     failures: dict[str, list[str]] = {}
     for name, path in manager_pages().items():
         response = page.goto(path)
-        assert response is not None and response.ok, (name, path)
+        assert response is not None, (name, path)
+        assert response.ok, (name, path)
         open_every_exclusion(page)
         screenshot(page, f"fit-{name}-{device}")
+        for card in page.locator("#quality-annotators, #quality-items").all():
+            card.screenshot(path=ARTIFACTS / f"fit-{name}-{card.get_attribute('id')}-{device}.png")
         clipped = page.evaluate(CLIPPED_CONTROLS)
         scroll = page.evaluate("document.documentElement.scrollWidth")
         if scroll > VIEWPORTS[device]["width"]:
-            clipped.append(f"the page scrolls sideways: {scroll} px")
+            clipped.append(f"the page scrolls sideways: {scroll} px: {page.evaluate(TOO_WIDE)}")
         if clipped:
             failures[name] = clipped
     context.close()
