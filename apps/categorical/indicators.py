@@ -84,8 +84,8 @@ AAD = Indicator(
     rule=FlagRule("mean AAD to others"),
     interval="aad",
     explanation=(
-        "Average distance, in label steps, between this annotator's label and the other annotators'"
-        " labels of the same item."
+        "Average distance between this annotator's label and the other annotators' labels of "
+        "the same item (0: always the same label)."
     ),
 )
 SKEW = Indicator(

@@ -22,6 +22,7 @@ from apps.annotations.services import annotations_submit
 from tests.apps.preferences.conftest import make_pairwise_study
 from tests.browser.contexts import close_contexts
 from tests.browser.test_continuous import short_green_study
+from tests.browser.test_dashboard import _seed_answers
 from tests.factories import UserFactory, running_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -187,10 +188,8 @@ def test_api_docs_render_swagger_ui(watched, sign_in):
 
 def test_manager_pages_with_a_live_push_and_htmx_swaps(watched, sign_in):
     """Issue #27, point 9: the dashboard taking a push while an Exclude form is open, then
-    excluding and undoing (htmx swaps), the items list filtered (a swap), adjudication moving to another
-    item (a swap), and the recruitment page, all without a violation."""
-    from tests.browser.test_dashboard import _seed_answers
-
+    excluding and undoing (htmx swaps), the items list filtered (a swap), adjudication moving
+    to another item (a swap), and the recruitment page, all without a violation."""
     study, annotators = running_study(n_items=30, n_annotators=4)
     _seed_answers(study, annotators, held_back=1)
     question = study.questions.get()
