@@ -265,16 +265,15 @@ def _bounded(
     return float(estimate), float(low), float(high), int(n)
 
 
-def round_ticks(lo: float, hi: float, target: int = 5) -> list[float]:
-    """Ticks at round values covering ``[lo, hi]``: multiples of a step of 1, 2 or 5 times a
-    power of ten, about ``target`` of them, the first at or below ``lo`` and the last at or
-    above ``hi``.
+def round_ticks(lo: float, hi: float, target: int = 5) -> tuple[list[float], int]:
+    """About ``target`` ticks at round values inside ``[lo, hi]``, and the decimals that print
+    them: multiples of a step of 1, 2 or 5 times a power of ten.
 
     Notes
     -----
     The step is the "nice number" :math:`s \\in \\{1, 2, 5, 10\\} \\cdot 10^k` nearest to
     :math:`(hi - lo) / (target - 1)` (Heckbert's rounding: below 1.5, 3, 7); the ticks are
-    :math:`s \\lfloor lo / s \\rfloor, \\dots, s \\lceil hi / s \\rceil`, rounded to the
+    :math:`s \\lceil lo / s \\rceil, \\dots, s \\lfloor hi / s \\rfloor`, rounded to the
     step's decimals so that they print exactly (0.2, never 0.20000000000000004).
 
     References
@@ -284,17 +283,18 @@ def round_ticks(lo: float, hi: float, target: int = 5) -> list[float]:
 
     Examples
     --------
-    >>> round_ticks(-0.19, 0.2)
-    [-0.2, -0.1, 0.0, 0.1, 0.2]
+    >>> round_ticks(-0.21, 0.22)
+    ([-0.2, -0.1, 0.0, 0.1, 0.2], 1)
     """
     span = hi - lo if hi > lo else abs(lo) or 1.0
     raw = span / max(target - 1, 1)
     power = 10.0 ** np.floor(np.log10(raw))
     fraction = raw / power
     step = power * (1 if fraction < 1.5 else 2 if fraction < 3 else 5 if fraction < 7 else 10)
-    decimals = max(0, int(-np.floor(np.log10(step))) + 1)
-    first, last = np.floor(lo / step + 1e-9), np.ceil(hi / step - 1e-9)
-    return [round(float(k * step), decimals) + 0.0 for k in np.arange(first, last + 1)]
+    decimals = max(0, int(-np.floor(np.log10(step) + 1e-9)))
+    first, last = np.ceil(lo / step - 1e-9), np.floor(hi / step + 1e-9)
+    ticks = [round(float(k * step), decimals) + 0.0 for k in np.arange(first, last + 1)]
+    return ticks, decimals
 
 
 def interval_plot(
@@ -311,8 +311,8 @@ def interval_plot(
 
     ``entries`` are the stored ``[estimate, low, high, n, ...]`` per annotator (``None``: no
     interval, no row); ``flagged`` holds the rows flagged on this indicator. ``None`` when no
-    annotator has an interval. The x axis spans the intervals and the floor, from one round
-    tick to another (:func:`round_ticks`).
+    annotator has an interval. The x axis spans the intervals and the floor; its ticks fall on
+    round values (:func:`round_ticks`).
     """
     rows = [(k, known) for k, entry in enumerate(entries) if (known := _bounded(entry))]
     if not rows:
@@ -320,8 +320,8 @@ def interval_plot(
     values = [x for _, e in rows for x in (e[1], e[2])] + ([floor] if floor is not None else [])
     lo, hi = min(values), max(values)
     pad = (hi - lo) * 0.05 or 0.05
-    ticks_at = round_ticks(lo - pad, hi + pad)
-    lo, hi = ticks_at[0], ticks_at[-1]  # the axis ends on round values
+    lo, hi = lo - pad, hi + pad
+    ticks_at, decimals = round_ticks(lo, hi)
     left, right = 96.0, 12.0
 
     def x(value: float) -> str:
@@ -344,7 +344,9 @@ def interval_plot(
         for i, (k, e) in enumerate(rows)
     ]
     bottom = INTERVAL_ROW * len(rows)
-    labels = [fmt.format(t) for t in ticks_at]  # a format coarser than the step: one each
+    # a percentage in the figure's own format, once each; a number with the step's decimals
+    # ("0.2", not "0.20": narrow labels do not run into each other)
+    labels = [fmt.format(t) if "%" in fmt else f"{t:.{decimals}f}" for t in ticks_at]
     ticks = [
         {"x": x(t), "label": label}
         for i, (t, label) in enumerate(zip(ticks_at, labels, strict=True))
