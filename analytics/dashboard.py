@@ -17,7 +17,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 
 from analytics.config import QualityConfig, quality_config
-from analytics.indicators import Indicator, StudyFigure
+from analytics.indicators import BAND_MEANING, INTERVAL_MEANING, Indicator, StudyFigure
 from analytics.intervals import _entry, evidence_text, freshness, interval_text
 from analytics.metrics.outliers import landis_koch_band
 from analytics.metrics.uncertainty import median_interval
@@ -52,7 +52,6 @@ class Row:
     cells: list[dict[str, Any]]
     flags: list[Flag] = field(default_factory=list)
     exclusion: Exclusion | None = None
-    band: str = ""
     trend: str = ""
     trend_note: str = ""
 
@@ -201,7 +200,6 @@ def dashboard_context(
             f for f in by_annotator.get(user_id, []) if f.active or f.status != Flag.Status.OPEN
         ]
         flagged_keys = {f.indicator for f in own_flags if f.active and f.status != "dismissed"}
-        mine = values[agreement.key][k]
         rows.append(
             Row(
                 user_id=user_id,
@@ -209,14 +207,14 @@ def dashboard_context(
                 cells=[
                     {
                         **_cell(spec, k, indicators, config.for_question(question.settings)),
+                        "heading": spec.heading,  # the phone's stacked cells name their figure
                         "flagged": spec.key in flagged_keys,
-                        "band": spec is agreement,
+                        "band": _band(values[spec.key][k]) if spec.banded else "",
                     }
                     for spec in columns
                 ],
                 flags=own_flags,
                 exclusion=exclusions.get(user_id),
-                band=_band(mine),
                 trend=sparkline(trend_of[user_id]),
                 trend_note=spark_note(trend_of[user_id]),
             )
@@ -241,17 +239,26 @@ def dashboard_context(
     context.update(
         snapshot=snapshot,
         columns=[spec.heading for spec in columns],
+        # one line per column under the table: what it compares and which way is good
+        column_notes=[
+            {"heading": spec.heading, "explanation": spec.explanation, "reading": spec.reading}
+            for spec in columns
+        ],
+        band_meaning=BAND_MEANING if any(spec.banded for spec in columns) else "",
+        interval_meaning=INTERVAL_MEANING,
         rows=rows,
         study_flags=by_annotator.get(None, []),
         figures=study_figures,
-        study_rows=[  # (title, figure, its interval and evidence, band): the card shows the
-            # figure large and the rest small, so "0.44 [0.34, 0.52]; 35 items" fits a card
+        # (title, figure, its interval and evidence, band, explanation): the card shows the
+        # figure large and the rest small, so "0.44 [0.34, 0.52]; 35 items" fits a card
+        study_rows=[
             (
                 figure.title(study_figures),
                 *_figure_and_detail(_study_text(figure, study_figures, config)),
                 _band(study_figures[figure.key])
                 if figure.headline and not _too_few(figure, study_figures, config)
                 else "",
+                figure.explanation,
             )
             for figure in shown
         ],

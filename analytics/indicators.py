@@ -45,6 +45,24 @@ class FlagRule:
     reaches_meaning: str = ""
 
 
+#: Which way an indicator is good, by its ``direction``.
+READINGS: dict[str | None, str] = {
+    "higher": "Higher is better.",
+    "lower": "Lower is better.",
+    None: "Neither good nor bad in itself: it describes the work.",
+}
+#: What a figure's 95 % interval means, in words (printed once per dashboard).
+INTERVAL_MEANING = (
+    "95 % intervals in brackets: the range of values that fit the answers so far; "
+    "it narrows as answers come in, and a flag needs the whole interval beyond its threshold."
+)
+#: Landis and Koch's (1977) words for a kappa, as the dashboard prints them.
+BAND_MEANING = (
+    "Kappa words (Landis and Koch): below 0 poor, to 0.20 slight, to 0.40 fair, "
+    "to 0.60 moderate, to 0.80 substantial, above almost perfect."
+)
+
+
 @dataclass(frozen=True)
 class Indicator:
     """One per-annotator figure of a question kind.
@@ -68,6 +86,12 @@ class Indicator:
     interval : str or None
         Key of :attr:`Derived.intervals` holding each annotator's interval of this indicator,
         once an interval estimator fills it; ``None``: no interval.
+    explanation : str
+        One plain line for a manager: what the figure compares (the dashboard prints it under
+        the table with :attr:`reading`, and docs/dashboard.md lists it).
+    banded : bool
+        An agreement beyond chance (a kappa): its values get Landis and Koch's words
+        ("slight", "moderate", ...).
     live : bool
         Whether the kind's live statistics give its value on every answer. ``False``: it is
         computed with the intervals only (off the request path, e.g. the traces' kappa with
@@ -84,8 +108,12 @@ class Indicator:
     evidence: str = "items"
     interval: str | None = None
     live: bool = True
+    explanation: str = ""
+    banded: bool = False
 
     def __post_init__(self) -> None:
+        if not self.explanation:
+            raise ValueError(f"indicator {self.key!r}: a manager needs its explanation")
         if self.rule is not None and self.direction is None:
             raise ValueError(f"indicator {self.key!r}: a flag rule needs a direction")
         if not self.live and self.interval is None:
@@ -98,6 +126,11 @@ class Indicator:
         """The dashboard's column heading: the label, marked when the figure is computed with
         the intervals only."""
         return self.label if self.live else f"{self.label} (with the intervals)"
+
+    @property
+    def reading(self) -> str:
+        """Which way is good, in words."""
+        return READINGS[self.direction]
 
     @property
     def bad_side(self) -> float:
@@ -146,6 +179,8 @@ class StudyFigure:
         Shown first with its Landis-Koch band and a trend line.
     evidence : str
         The unit its interval's ``n`` counts ("items"; "samples" for a trace figure).
+    explanation : str
+        One plain line for a manager: what it compares and which way is good.
     """
 
     key: str
@@ -155,6 +190,11 @@ class StudyFigure:
     floor: float | None = None
     headline: bool = False
     evidence: str = "items"
+    explanation: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.explanation:
+            raise ValueError(f"study figure {self.key!r}: a manager needs its explanation")
 
     def title(self, study: Mapping[str, Any]) -> str:
         """The label with its qualifier, e.g. "Krippendorff alpha (ordinal)"."""

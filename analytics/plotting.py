@@ -265,6 +265,38 @@ def _bounded(
     return float(estimate), float(low), float(high), int(n)
 
 
+def round_ticks(lo: float, hi: float, target: int = 5) -> tuple[list[float], int]:
+    """About ``target`` ticks at round values inside ``[lo, hi]``, and the decimals that print
+    them: multiples of a step of 1, 2 or 5 times a power of ten.
+
+    Notes
+    -----
+    The step is the "nice number" :math:`s \\in \\{1, 2, 5, 10\\} \\cdot 10^k` nearest to
+    :math:`(hi - lo) / (target - 1)` (Heckbert's rounding: below 1.5, 3, 7); the ticks are
+    :math:`s \\lceil lo / s \\rceil, \\dots, s \\lfloor hi / s \\rfloor`, rounded to the
+    step's decimals so that they print exactly (0.2, never 0.20000000000000004).
+
+    References
+    ----------
+    Heckbert, P. S. (1990). Nice numbers for graph labels. In A. S. Glassner (ed.), Graphics
+    Gems, 61-63. Academic Press.
+
+    Examples
+    --------
+    >>> round_ticks(-0.21, 0.22)
+    ([-0.2, -0.1, 0.0, 0.1, 0.2], 1)
+    """
+    span = hi - lo if hi > lo else abs(lo) or 1.0
+    raw = span / max(target - 1, 1)
+    power = 10.0 ** np.floor(np.log10(raw))
+    fraction = raw / power
+    step = power * (1 if fraction < 1.5 else 2 if fraction < 3 else 5 if fraction < 7 else 10)
+    decimals = max(0, int(-np.floor(np.log10(step) + 1e-9)))
+    first, last = np.ceil(lo / step - 1e-9), np.floor(hi / step + 1e-9)
+    ticks = [round(float(k * step), decimals) + 0.0 for k in np.arange(first, last + 1)]
+    return ticks, decimals
+
+
 def interval_plot(
     entries: Sequence[Sequence[float | int | None] | None],
     names: Sequence[str],
@@ -279,7 +311,8 @@ def interval_plot(
 
     ``entries`` are the stored ``[estimate, low, high, n, ...]`` per annotator (``None``: no
     interval, no row); ``flagged`` holds the rows flagged on this indicator. ``None`` when no
-    annotator has an interval. The x axis spans the intervals and the floor, with 5 ticks.
+    annotator has an interval. The x axis spans the intervals and the floor; its ticks fall on
+    round values (:func:`round_ticks`).
     """
     rows = [(k, known) for k, entry in enumerate(entries) if (known := _bounded(entry))]
     if not rows:
@@ -288,6 +321,7 @@ def interval_plot(
     lo, hi = min(values), max(values)
     pad = (hi - lo) * 0.05 or 0.05
     lo, hi = lo - pad, hi + pad
+    ticks_at, decimals = round_ticks(lo, hi)
     left, right = 96.0, 12.0
 
     def x(value: float) -> str:
@@ -310,7 +344,14 @@ def interval_plot(
         for i, (k, e) in enumerate(rows)
     ]
     bottom = INTERVAL_ROW * len(rows)
-    ticks = [{"x": x(float(t)), "label": fmt.format(t)} for t in np.linspace(lo + pad, hi - pad, 5)]
+    # a percentage in the figure's own format, once each; a number with the step's decimals
+    # ("0.2", not "0.20": narrow labels do not run into each other)
+    labels = [fmt.format(t) if "%" in fmt else f"{t:.{decimals}f}" for t in ticks_at]
+    ticks = [
+        {"x": x(t), "label": label}
+        for i, (t, label) in enumerate(zip(ticks_at, labels, strict=True))
+        if i == 0 or label != labels[i - 1]
+    ]
     return {
         "rows": drawn,
         "ticks": ticks,

@@ -95,7 +95,13 @@ def _exclusion_form(
         "errors": error.messages,
     }
     template = "analytics/_exclusion_form.html" if request.htmx else "analytics/exclusion.html"
-    return render(request, template, context, status=422)
+    response = render(request, template, context, status=422)
+    if request.htmx:
+        # the form itself shows the error: "this" needs no look-up, so it holds even when a
+        # live push has redrawn the row meanwhile (a selector would be looked up from the
+        # detached form and fail with htmx:targetError)
+        response["HX-Retarget"], response["HX-Reswap"] = "this", "outerHTML"
+    return response
 
 
 @login_required
@@ -123,11 +129,8 @@ def annotator_exclusion(request: SignedInHtmxRequest, study_id: int, user_id: in
         text = f"{annotator.get_username()} is included again."
     else:
         return HttpResponse("Unknown action.", status=400)
-    if request.htmx:
-        response = _annotators_fragment(request, study, question)
-        # the exclusion form asked for itself as target (to show errors): the table answers
-        response["HX-Retarget"], response["HX-Reswap"] = "#quality-annotators", "outerHTML"
-        return response
+    if request.htmx:  # the forms target the table (found when the request leaves)
+        return _annotators_fragment(request, study, question)
     messages.success(request, text)
     return _back(study, question.pk if question else None)
 

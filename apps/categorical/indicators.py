@@ -52,13 +52,18 @@ from apps.studies.models import Question
 DS_BOOTSTRAP = 50
 
 # Kappa floor 0.2: "slight" or worse (Landis & Koch).
-ITEMS_DONE = Indicator("items_done", "Items", "{:.0f}")
+ITEMS_DONE = Indicator(
+    "items_done", "Items", "{:.0f}", explanation="Items this annotator has answered."
+)
 SECONDS_PER_ITEM = Indicator(
     "seconds_per_item",
     "Seconds / item",
     "{:.1f}",
     evidence="timed_answers",
     interval="seconds_per_item",
+    explanation=(
+        "Typical time spent on one item; far below the others' can mean answering without reading."
+    ),
 )
 COHEN_KAPPA = Indicator(
     "cohen_kappa",
@@ -66,6 +71,11 @@ COHEN_KAPPA = Indicator(
     direction="higher",
     rule=FlagRule("kappa with others", floor=0.2),
     interval="kappa",
+    banded=True,
+    explanation=(
+        "How often this annotator's labels match each other annotator's on the items both labelled,"
+        " corrected for chance (0: chance, 1: always)."
+    ),
 )
 AAD = Indicator(
     "aad",
@@ -73,6 +83,10 @@ AAD = Indicator(
     direction="lower",
     rule=FlagRule("mean AAD to others"),
     interval="aad",
+    explanation=(
+        "Average distance between this annotator's label and the other annotators' labels of "
+        "the same item (0: always the same label)."
+    ),
 )
 SKEW = Indicator(
     "skew",
@@ -80,6 +94,9 @@ SKEW = Indicator(
     direction="lower",
     rule=FlagRule("label skew"),
     interval="skew",
+    explanation=(
+        "How far this annotator's mix of labels is from the mix of everyone else (0: the same mix)."
+    ),
 )
 RETEST_KAPPA = Indicator(
     "retest_kappa",
@@ -88,6 +105,11 @@ RETEST_KAPPA = Indicator(
     rule=FlagRule("test-retest kappa", floor=0.2),
     evidence="repeats",
     interval="retest_kappa",
+    banded=True,
+    explanation=(
+        "Agreement with their own earlier answer when an item comes back as a repeat, corrected for"
+        " chance."
+    ),
 )
 DS_COMPETENCE = Indicator(
     "ds_competence",
@@ -95,6 +117,10 @@ DS_COMPETENCE = Indicator(
     direction="higher",
     rule=FlagRule("Dawid-Skene competence"),
     interval="ds_competence",
+    explanation=(
+        "Estimated chance that this annotator gives the true label (Dawid-Skene model fitted to "
+        "every answer)."
+    ),
 )
 MACE_TRUST = Indicator(
     "mace_trust",
@@ -107,6 +133,10 @@ MACE_TRUST = Indicator(
     ),
     interval="mace_trust",
     live=False,
+    explanation=(
+        "Estimated share of this annotator's answers given knowingly rather than at random (MACE "
+        "model; 0: the answers fit random answering)."
+    ),
 )
 CONSENSUS = Indicator(
     "consensus_agreement",
@@ -114,6 +144,10 @@ CONSENSUS = Indicator(
     direction="higher",
     interval="consensus_agreement",
     live=False,
+    explanation=(
+        "Share of items where this annotator's label is the label most of the other annotators "
+        "gave."
+    ),
 )
 #: The flag key of a pair of annotators with near-identical answers (:func:`crowd_figures`).
 COPYING = "copying"
@@ -130,10 +164,25 @@ INDICATORS = (
 )
 #: Krippendorff (2004): 0.667 is the lowest alpha for tentative conclusions.
 ALPHA = StudyFigure(
-    "alpha", "Krippendorff alpha", qualifier="alpha_level", floor=0.667, headline=True
+    "alpha",
+    "Krippendorff alpha",
+    qualifier="alpha_level",
+    floor=0.667,
+    headline=True,
+    explanation=(
+        "Agreement of all annotators on all items beyond chance (1: perfect, 0: chance); 0.667 is "
+        "the lowest for tentative conclusions, 0.8 for firm ones."
+    ),
 )
 #: Computed with the intervals only (nominal scales: it has no ordered form).
-FLEISS_KAPPA = StudyFigure("fleiss_kappa", "Fleiss kappa")
+FLEISS_KAPPA = StudyFigure(
+    "fleiss_kappa",
+    "Fleiss kappa",
+    explanation=(
+        "Agreement of all annotators beyond chance, treating labels as unordered categories; higher"
+        " is better."
+    ),
+)
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,11 @@ class ContinuousKind(QuestionKind):
         "Kappa with others, lag-corrected, is the same figure after each annotator's constant "
         "lag is removed (estimated against the truth on gold items, else against the others' "
         "mean; the samples a shift pads are dropped, not compared). It has no live value: it "
-        "is computed with the intervals, so it shows their centre and is as fresh as they are."
+        "is computed with the intervals, so it shows their centre and is as fresh as they are. "
+        'Samples of a trace close in time repeat each other: "about 54 independent samples of '
+        '60" says what the 60 compared samples are worth, and the interval is as wide as that '
+        "smaller number makes it. Moves smaller than the question's change tolerance count as "
+        "no change."
     )
     overlap_unit = None
     pair_evidence = "trace steps"  # time steps both traced, over the items they share

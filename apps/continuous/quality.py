@@ -53,7 +53,9 @@ from apps.studies.models import Question
 
 # kappa_SDA against the truth below 0.2 ("slight"), a reaction lag above 3 s (about twice the
 # 1.6 s of the shades-of-green study).
-TRACES_DONE = Indicator("traces_done", "Traces", "{:.0f}")
+TRACES_DONE = Indicator(
+    "traces_done", "Traces", "{:.0f}", explanation="Traces this annotator has finished."
+)
 KAPPA_SDA = Indicator(
     "kappa_sda",
     "Kappa with others",
@@ -61,6 +63,11 @@ KAPPA_SDA = Indicator(
     rule=FlagRule("kappa_SDA with others"),
     evidence="traces",
     interval="kappa_sda",
+    banded=True,
+    explanation=(
+        "Agreement of this annotator's trace directions (rising, steady, falling) with the other "
+        "annotators', corrected for chance (kappa_SDA)."
+    ),
 )
 #: Computed with the intervals only (no incremental state holds the lag-corrected tables):
 #: its value is the interval's estimate, shown once the intervals exist.
@@ -71,6 +78,8 @@ KAPPA_SDA_ALIGNED = Indicator(
     evidence="traces",
     interval="kappa_sda_aligned",
     live=False,
+    banded=True,
+    explanation="The same agreement after shifting each trace by its reaction lag.",
 )
 KAPPA_TRUTH = Indicator(
     "kappa_truth",
@@ -79,6 +88,11 @@ KAPPA_TRUTH = Indicator(
     rule=FlagRule("kappa_SDA vs truth", floor=0.2),
     evidence="gold_items",
     interval="kappa_truth",
+    banded=True,
+    explanation=(
+        "Agreement of this annotator's trace directions with the known signal of the gold items, "
+        "corrected for chance (kappa_SDA)."
+    ),
 )
 LAG = Indicator(
     "lag",
@@ -88,6 +102,9 @@ LAG = Indicator(
     rule=FlagRule("lag behind truth (s)", floor=3.0),
     evidence="gold_items",
     interval="lag",
+    explanation=(
+        "Seconds by which this annotator's trace follows the known signal of the gold items."
+    ),
 )
 TREND_F1 = Indicator(
     "trend_f1",
@@ -96,11 +113,31 @@ TREND_F1 = Indicator(
     rule=FlagRule("trend F1 vs truth"),
     evidence="gold_items",
     interval="trend_f1",
+    explanation=(
+        "How well the trace catches the known signal's rises and falls (F1 score: 0 none, 1 all, "
+        "with no false ones)."
+    ),
 )
 INDICATORS = (TRACES_DONE, KAPPA_SDA, KAPPA_SDA_ALIGNED, KAPPA_TRUTH, LAG, TREND_F1)
-POOLED_KAPPA_SDA = StudyFigure("pooled_kappa_sda", "Pooled kappa_SDA", evidence="samples")
+POOLED_KAPPA_SDA = StudyFigure(
+    "pooled_kappa_sda",
+    "Pooled kappa_SDA",
+    evidence="samples",
+    explanation=(
+        "Agreement of all traces' directions (rising, steady, falling) beyond chance, pooled over "
+        "items; higher is better."
+    ),
+)
 #: Computed with the intervals only (off the live path): shown once they exist.
-ICC = StudyFigure("icc", "ICC(k) of the lag-corrected traces", evidence="samples")
+ICC = StudyFigure(
+    "icc",
+    "ICC(k) of the lag-corrected traces",
+    evidence="samples",
+    explanation=(
+        "How well the average trace of all annotators would agree with the average of another such "
+        "group (ICC(k), 0 to 1) after removing each one's lag; higher is better."
+    ),
+)
 
 
 ItemTraces = dict[int, NDArray[np.float64]]  # annotator row -> trace at the analysis rate

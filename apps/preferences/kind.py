@@ -42,10 +42,11 @@ class PairwiseKind(QuestionKind):
     overlap_unit = "pairs"
     pair_evidence = "pairs"
     annotators_note = (
-        "Transitivity kappa is corrected for the chance level of an annotator answering at "
-        "random with their own share of ties (3/4 with no ties; Amidei's fixed 13/27 holds only "
-        "when a third of the answers are ties), so a random annotator scores about 0 however "
-        'often they press "equal".'
+        "Transitivity kappa is 0 for an annotator answering at random and 1 for one whose "
+        "choices never contradict each other. Its chance level counts the annotator's own share "
+        'of "equal" answers (3/4 with none; Amidei\'s fixed 13/27 is right only when a third '
+        'of the answers are "equal"), so answering at random scores about 0 however often '
+        'one presses "equal".'
     )
     export_functions = {"judgements": judgement_rows, "scores": score_rows}
     item_card = "preferences/item_judgements.html"

@@ -58,13 +58,18 @@ from apps.studies.models import Question
 
 # The transitivity floor is the question's ``kappa_floor`` (PairwiseKind.indicators_for); 0.4
 # is the settings' default.
-JUDGEMENTS = Indicator("judgements", "Judgements", "{:.0f}")
+JUDGEMENTS = Indicator(
+    "judgements", "Judgements", "{:.0f}", explanation="Pairs this annotator has judged."
+)
 SECONDS_PER_JUDGEMENT = Indicator(
     "seconds_per_judgement",
     "Seconds / judgement",
     "{:.1f}",
     evidence="timed_judgements",
     interval="seconds_per_judgement",
+    explanation=(
+        "Typical time spent on one pair; far below the others' can mean answering without reading."
+    ),
 )
 TRANSITIVITY_KAPPA = Indicator(
     "transitivity_kappa",
@@ -73,6 +78,11 @@ TRANSITIVITY_KAPPA = Indicator(
     rule=FlagRule("transitivity kappa", floor=0.4),
     evidence="triplets",
     interval="transitivity_kappa",
+    banded=True,
+    explanation=(
+        "How consistent this annotator's own choices are (A over B and B over C, then A over C), "
+        "corrected for the chance level of answering at random."
+    ),
 )
 CONTRADICTION_RATE = Indicator(
     "contradiction_rate",
@@ -82,8 +92,17 @@ CONTRADICTION_RATE = Indicator(
     rule=FlagRule("audit contradiction rate"),
     evidence="audits",
     interval="contradiction_rate",
+    explanation="Share of re-asked pairs this annotator answered the other way round.",
 )
-PRUNING_STOPPED_AT = Indicator("pruning_stopped_at", "Pruning stopped after", "{:.0f}")
+PRUNING_STOPPED_AT = Indicator(
+    "pruning_stopped_at",
+    "Pruning stopped after",
+    "{:.0f}",
+    explanation=(
+        "Judgements after which this annotator's ranking was complete (pairs implied by earlier "
+        "answers are not asked)."
+    ),
+)
 OUTCOME_KAPPA = Indicator(
     "outcome_kappa",
     "Kappa with others",
@@ -91,6 +110,10 @@ OUTCOME_KAPPA = Indicator(
     rule=FlagRule("kappa with others on shared pairs"),
     evidence="pairs",
     interval="outcome_kappa",
+    banded=True,
+    explanation=(
+        "Agreement with the other annotators on the pairs both judged, corrected for chance."
+    ),
 )
 #: An annotator who answers "equal" to (nearly) everything: transitivity kappa is undefined
 #: for ties alone (chance level 1), so the share of ties is judged itself; flagged when its
@@ -105,6 +128,7 @@ TIE_RATE = Indicator(
     ),
     evidence="pairs",
     interval="tie_rate",
+    explanation='Share of pairs answered "equal"; near 100 % says nothing about the items.',
 )
 #: An annotator who always picks the same side of the screen: the side of each pair is drawn
 #: at random, so such answers order the items at random; flagged when the Clopper-Pearson
@@ -118,13 +142,21 @@ SAME_SIDE = Indicator(
     evidence="pairs",
     interval="same_side",
     live=False,
+    explanation=(
+        "Share of decided pairs won by the same side of the screen: about 50 % is expected, near "
+        "100 % means pressing one key."
+    ),
 )
 AGREEMENT = Indicator(
     "agreement",
     "Same outcome on shared pairs",
     "{:.0%}",
+    direction="higher",
     evidence="comparisons",
     interval="agreement",
+    explanation=(
+        "Share of the pairs judged by this annotator and another where both chose the same outcome."
+    ),
 )
 INDICATORS = (
     JUDGEMENTS,
@@ -138,7 +170,13 @@ INDICATORS = (
     AGREEMENT,
 )
 POOLED_TRANSITIVITY_KAPPA = StudyFigure(
-    "pooled_transitivity_kappa", "Pooled transitivity kappa", evidence="triplets"
+    "pooled_transitivity_kappa",
+    "Pooled transitivity kappa",
+    evidence="triplets",
+    explanation=(
+        "Consistency of all annotators' own choices (A over B and B over C, then A over C) beyond "
+        "chance, pooled; higher is better."
+    ),
 )
 
 

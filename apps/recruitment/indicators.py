@@ -29,6 +29,7 @@ GOLD_ACCURACY = Indicator(
     rule=FlagRule("accuracy on attention checks", floor=0.7),
     evidence="gold_checks",
     interval="gold_accuracy",
+    explanation="Share of attention checks (items with a known answer) this annotator got right.",
 )
 
 

@@ -140,8 +140,8 @@ def test_pushes_send_the_changed_fragments_and_announce_them(settings, capsys):
         f"first push after connecting {len(initial.encode()):,} B, "
         f"next push {len(later.encode()):,} B"
     )
-    rows = re.findall(r'<tr id="quality-row-(\d+)"', initial)
-    sent_rows = re.findall(r'<tr id="quality-row-(\d+)"', later)
+    rows = re.findall(r'<tbody id="quality-row-(\d+)"', initial)
+    sent_rows = re.findall(r'<tbody id="quality-row-(\d+)"', later)
     # one new answer each time; whether it also raised a flag depends on which items the
     # assignment gave the random annotator (ids differ with the tests run before)
     said = r'id="quality-announce" hx-swap-oob="innerHTML">1 new answer(; \d+ new flags?)?<'

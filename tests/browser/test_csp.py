@@ -22,6 +22,7 @@ from apps.annotations.services import annotations_submit
 from tests.apps.preferences.conftest import make_pairwise_study
 from tests.browser.contexts import close_contexts
 from tests.browser.test_continuous import short_green_study
+from tests.browser.test_dashboard import _seed_answers
 from tests.factories import UserFactory, running_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -183,3 +184,50 @@ def test_api_docs_render_swagger_ui(watched, sign_in):
     docs.page.locator(".opblock-summary").first.click()
     expect(docs.page.locator(".opblock-body").first).to_be_visible()
     assert docs.problems == []
+
+
+def test_manager_pages_with_a_live_push_and_htmx_swaps(watched, sign_in):
+    """Issue #27, point 9: the dashboard taking a push while an Exclude form is open, then
+    excluding and undoing (htmx swaps), the items list filtered (a swap), adjudication moving
+    to another item (a swap), and the recruitment page, all without a violation."""
+    study, annotators = running_study(n_items=30, n_annotators=4)
+    _seed_answers(study, annotators, held_back=1)
+    question = study.questions.get()
+    spammer = annotators[-1].username
+    manager = watched()
+    manager.page.set_default_timeout(30_000)
+    sign_in(manager.page, study.created_by.username)
+    manager.page.goto(f"/studies/{study.pk}/quality/")
+    ratings = manager.page.locator("#quality-summary dd").nth(1)
+    expect(ratings).to_have_text("119")
+    expect(manager.page.locator("[ws-connect]")).to_have_count(1)
+    row = manager.page.locator("#quality-annotators tbody", has_text=spammer)
+    row.locator("summary").click()
+    row.get_by_label(f"Why exclude {spammer}?").fill("labels at random")
+
+    annotator = watched()
+    sign_in(annotator.page, annotators[0].username)
+    annotator.page.goto(f"/studies/{study.pk}/annotate/")
+    annotator.page.keyboard.press("2")
+    expect(ratings).to_have_text("120")  # pushed over the websocket, the form kept open
+    row.get_by_role("button", name=f"Confirm exclusion of {spammer}").click()
+    expect(row.locator("th")).to_contain_text("excluded")  # the table swapped by htmx
+    row.get_by_role("button", name=f"Undo exclusion of {spammer}").click()
+    expect(row.locator("th")).not_to_contain_text("excluded")
+
+    manager.page.goto(f"/studies/{study.pk}/items/")
+    results = manager.page.locator("#item-results")
+    manager.page.get_by_label("Disputed").check()
+    expect(manager.page).to_have_url(re.compile("disputed=on"))
+    expect(results).to_be_visible()
+
+    manager.page.goto(f"/studies/{study.pk}/adjudicate/{question.key}/")
+    links = manager.page.locator(".adjudication__list a")
+    expect(links.first).to_be_visible()
+    links.nth(1).click()
+    expect(manager.page.locator(".adjudication tr.is-current")).to_have_count(1)
+
+    manager.page.goto(f"/studies/{study.pk}/recruitment/")
+    expect(manager.page.get_by_role("heading", level=1)).to_be_visible()
+    assert manager.problems == []
+    assert annotator.problems == []

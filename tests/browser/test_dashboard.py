@@ -91,7 +91,7 @@ def test_dashboard_updates_live_when_an_annotator_submits(new_page, sign_in, scr
 
 def _row_order(page: Page) -> list[str]:
     """The annotators of the table's rows, top to bottom (their user ids)."""
-    rows = page.locator("#quality-annotators tbody tr")
+    rows = page.locator("#quality-annotators tbody")
     return rows.evaluate_all("rows => rows.map(row => row.dataset.annotator)")
 
 
@@ -112,7 +112,7 @@ def test_exclude_asks_a_reason_keeps_rows_in_place_through_a_push_and_undoes(
     order = _row_order(manager)
     assert order == sorted(order, key=lambda pk: {u.pk: u.username for u in annotators}[int(pk)])
 
-    row = manager.locator("#quality-annotators tbody tr", has_text=spammer)
+    row = manager.locator("#quality-annotators tbody", has_text=spammer)
     expect(row).to_contain_text("Open")
     row.locator("summary").click()
     # the page itself never scrolls sideways, on a phone either (the table scrolls in its box)
@@ -162,7 +162,7 @@ def test_dashboard_without_javascript_and_exclude(new_page, asgi_url, sign_in, s
     page.goto(f"/studies/{study.pk}/quality/")
     order = _row_order(page)
     spammer = annotators[-1].username
-    row = page.locator("#quality-annotators tr", has_text=spammer)
+    row = page.locator("#quality-annotators tbody", has_text=spammer)
     expect(row).to_contain_text("Open")
     row.locator("summary").click()  # <details> opens without JavaScript
     row.get_by_role("button", name=f"Confirm exclusion of {spammer}").click()
@@ -173,7 +173,7 @@ def test_dashboard_without_javascript_and_exclude(new_page, asgi_url, sign_in, s
     page.get_by_label(f"Why exclude {spammer}?").fill("labels at random")
     page.get_by_role("button", name=f"Confirm exclusion of {spammer}").click()
     expect(page.locator("#messages")).to_contain_text("excluded from curated exports")
-    row = page.locator("#quality-annotators tr", has_text=spammer)
+    row = page.locator("#quality-annotators tbody", has_text=spammer)
     expect(row.locator("th")).to_contain_text("excluded")
     expect(row).to_contain_text("“labels at random”")
     assert _row_order(page) == order

@@ -26,13 +26,14 @@ from apps.studies.kinds import QuestionKind
 from apps.studies.models import Label, Question
 
 SCALE_MAX = 10
-RATINGS = Indicator("ratings_done", "Ratings", "{:.0f}")
-MEAN_RATING = Indicator("mean_rating", "Mean rating", "{:.1f}")
+RATINGS = Indicator("ratings_done", "Ratings", "{:.0f}", explanation="Items rated.")
+MEAN_RATING = Indicator("mean_rating", "Mean rating", "{:.1f}", explanation="Average rating given.")
 CLOSENESS = Indicator(
     "closeness",
     "Closeness to others",
     direction="higher",
     rule=FlagRule("closeness to others", floor=0.5),
+    explanation="One minus the mean distance to the others' ratings, scaled to 0-1.",
 )
 
 
