@@ -31,9 +31,7 @@ application = BodyLimit(
     ProtocolTypeRouter(
         {
             "http": RequestSlots(django_asgi_app, slots=settings.WEB_THREADS),
-            "websocket": SameOriginValidator(
-                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-            ),
+            "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }
     )
 )
