@@ -175,6 +175,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    # Tests run on a database in memory (Django's default for SQLite), one per process. Said
+    # here because pytest-django knows SQLite by Django's engine name only: for this engine it
+    # named each xdist worker's database "test_/abs/path/studio.sqlite3_gw0", which cannot open.
+    DATABASES["default"]["TEST"] = {"NAME": ":memory:"}
 # Under ASGI every request runs in a thread of its own, and Django's connections belong to a
 # thread: without a pool each request opened (and closed) a PostgreSQL connection. The
 # process's pool hands them over; it replaces DB_CONN_MAX_AGE (left 0). DB_POOL_SIZE=0: off.

@@ -1,6 +1,9 @@
-"""Shared fixtures: users by role, a running study, API clients, and the PostgreSQL marker."""
+"""Shared fixtures: users by role, a running study, API clients, the PostgreSQL marker, and
+what keeps pytest-xdist workers apart."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 from django.db import connection
@@ -9,14 +12,32 @@ from rest_framework.test import APIClient
 from tests.factories import UserFactory, running_study
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist each worker has its own test database (pytest-django names them
+    ``test_<name>_gw0``, ...) but all share one Redis: its channel names get the worker's prefix,
+    or a dashboard socket of one worker would hear the pushes of another's study with the
+    same primary key, and a worker's ``quality-updates`` consumer would take another's jobs."""
+    from django.conf import settings
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    layer = settings.CHANNEL_LAYERS["default"]
+    if worker and "CONFIG" in layer:  # channels-redis; the in-memory layer lives in the process
+        layer["CONFIG"]["prefix"] = f"asgi-{worker}"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from django.conf import settings
 
     on_postgres = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
     skip = pytest.mark.skip(reason="needs PostgreSQL (DATABASE_URL); SQLite serialises writes")
+    # The fault suite starts its private PostgreSQL, Redis and daphne on fixed ports, once per
+    # process: under ``--dist loadgroup`` all of it runs on one worker.
+    faults_together = pytest.mark.xdist_group("faults")
     for item in items:
         if "postgres" in item.keywords and not on_postgres:
             item.add_marker(skip)
+        if "faults" in item.keywords:
+            item.add_marker(faults_together)
 
 
 @pytest.fixture
