@@ -30,14 +30,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     on_postgres = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
     skip = pytest.mark.skip(reason="needs PostgreSQL (DATABASE_URL); SQLite serialises writes")
-    # The fault suite starts its private PostgreSQL, Redis and daphne on fixed ports, once per
-    # process: under ``--dist loadgroup`` all of it runs on one worker.
-    faults_together = pytest.mark.xdist_group("faults")
     for item in items:
         if "postgres" in item.keywords and not on_postgres:
             item.add_marker(skip)
-        if "faults" in item.keywords:
-            item.add_marker(faults_together)
 
 
 @pytest.fixture
