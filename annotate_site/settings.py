@@ -178,6 +178,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    # Tests run on a database in memory (Django's default for SQLite), one per process. Said
+    # here because pytest-django knows SQLite by Django's engine name only: for this engine it
+    # named each xdist worker's database "test_/abs/path/studio.sqlite3_gw0", which cannot open.
+    DATABASES["default"]["TEST"] = {"NAME": ":memory:"}
 # Under ASGI every request runs its view code in a thread of its own, and Django's connections
 # belong to a thread: without a pool each request opened (and closed) a PostgreSQL connection.
 # The threads of a web process that can hold a connection at once are bounded: WEB_THREADS

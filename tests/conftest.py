@@ -1,12 +1,28 @@
-"""Shared fixtures: users by role, a running study, API clients, and the PostgreSQL marker."""
+"""Shared fixtures: users by role, a running study, API clients, the PostgreSQL marker, and
+what keeps pytest-xdist workers apart."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
 from tests.factories import UserFactory, running_study
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist each worker has its own test database (pytest-django names them
+    ``test_<name>_gw0``, ...) but all share one Redis: its channel names get the worker's prefix,
+    or a dashboard socket of one worker would hear the pushes of another's study with the
+    same primary key, and a worker's ``quality-updates`` consumer would take another's jobs."""
+    from django.conf import settings
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    layer = settings.CHANNEL_LAYERS["default"]
+    if worker and "CONFIG" in layer:  # channels-redis; the in-memory layer lives in the process
+        layer["CONFIG"]["prefix"] = f"asgi-{worker}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

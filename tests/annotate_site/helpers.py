@@ -1,9 +1,10 @@
-"""Run the studio's command line in a child process with a chosen environment."""
+"""Run the studio's command line in a child process with a chosen environment and free ports."""
 
 from __future__ import annotations
 
 import os
 import secrets
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -48,3 +49,28 @@ def manage(
         timeout=timeout,
         check=False,
     )
+
+
+def free_ports(count: int = 1) -> int:
+    """The first of ``count`` consecutive ports of 127.0.0.1 that nothing listens on.
+
+    The system picks the first (a bind to port 0), so that tests running at the same time
+    (pytest-xdist workers, another checkout's run) get different ones, as a port computed from
+    the process id did not (``8340 + pid % 50`` gave two workers the same one in 50).
+    """
+    for _ in range(100):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            first = probe.getsockname()[1]
+        if all(_port_free(first + n) for n in range(1, count)):
+            return first
+    raise RuntimeError(f"no {count} consecutive free ports on 127.0.0.1")
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True

@@ -20,7 +20,7 @@ from knox.models import AuthToken
 
 from annotate_site import cli
 from apps.annotations.models import Annotation
-from tests.annotate_site.helpers import PRODUCTION_ENV, REPO, child_env
+from tests.annotate_site.helpers import PRODUCTION_ENV, REPO, child_env, free_ports
 from tests.factories import running_study
 
 
@@ -121,7 +121,7 @@ def test_the_production_stack_serves_and_its_workers_analyse(transactional_db, t
     study, annotators = running_study()
     _, token = AuthToken.objects.create(user=annotators[0])
     db = settings.DATABASES["default"]  # the test database, migrated
-    port = 8340 + os.getpid() % 50
+    port = free_ports(2)  # WEB_CONCURRENCY=2: daphne on port and port + 1
     stack_env = {
         **PRODUCTION_ENV,
         "DATABASE_URL": f"postgres://{quote(db['USER'])}:{quote(db['PASSWORD'] or '')}@"

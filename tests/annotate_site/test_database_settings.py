@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -45,3 +46,21 @@ def test_postgresql_connections_come_from_a_pool_as_large_as_the_threads_using_i
     options = databases(tmp_path, **variables).get("OPTIONS", {})
     assert options.get("pool", {}).get("max_size") == pool
     assert databases(tmp_path, **variables)["CONN_MAX_AGE"] == 0
+
+
+def test_each_xdist_worker_tests_on_its_own_sqlite_database_in_memory(monkeypatch) -> None:
+    """pytest-django gives each pytest-xdist worker a test database of its own by suffixing its
+    name (``_gw0``); it knows SQLite by Django's engine name only, so for the studio's engine
+    it used to make ``test_/abs/path/studio.sqlite3_gw0``: "unable to open database file"."""
+    from django.conf import settings
+    from pytest_django.fixtures import _set_suffix_to_test_databases
+
+    from annotate_site.sqlite.base import DatabaseWrapper
+
+    if settings.DATABASES["default"]["ENGINE"] != "annotate_site.sqlite":
+        pytest.skip("the SQLite pass")
+    monkeypatch.setattr(settings, "DATABASES", copy.deepcopy(settings.DATABASES))  # suffixed here
+    _set_suffix_to_test_databases(suffix="gw1")
+    creation = DatabaseWrapper(settings.DATABASES["default"], "default").creation
+    test_name = creation._get_test_db_name()
+    assert creation.is_in_memory_db(test_name), test_name

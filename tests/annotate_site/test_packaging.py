@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.annotate_site.helpers import REPO, child_env
+from tests.annotate_site.helpers import REPO, child_env, free_ports
 
 NOT_SOURCE = shutil.ignore_patterns(
     ".git", ".venv", ".local", "build", "dist", "*.egg-info", "__pycache__", "test-artifacts",
@@ -74,7 +74,7 @@ def test_the_installed_studio_runs_from_outside_the_checkout(tmp_path: Path):
     out = run(sys.executable, "-c", metrics, env=env, cwd=elsewhere)
     assert out.startswith(str(site / "analytics" / "metrics"))
 
-    port = 8380 + os.getpid() % 20
+    port = free_ports()
     serving = subprocess.Popen(
         [studio, "serve"],
         env={**env, "PORT": str(port)},
