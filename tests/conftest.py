@@ -21,7 +21,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     layer = settings.CHANNEL_LAYERS["default"]
-    if worker and "CONFIG" in layer:  # channels-redis; the in-memory layer lives in the process
+    if worker and layer["BACKEND"].endswith("RedisChannelLayer"):  # the peer layer is per process
         layer["CONFIG"]["prefix"] = f"asgi-{worker}"
 
 

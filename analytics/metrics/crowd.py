@@ -470,11 +470,12 @@ def mace_trust(
     n = np.bincount(k, minlength=m)
 
     def loglik(theta: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.bincount(k, weights=np.log(theta[k] * g + (1 - theta[k]) * xi), minlength=m)
+        logs = np.log(theta[k] * g + (1 - theta[k]) * xi)
+        return np.bincount(k, weights=logs, minlength=m).astype(np.float64)
 
     def slope(theta: NDArray[np.float64]) -> NDArray[np.float64]:
         mix = theta[k] * g + (1 - theta[k]) * xi
-        return np.bincount(k, weights=(g - xi) / mix, minlength=m)
+        return np.bincount(k, weights=(g - xi) / mix, minlength=m).astype(np.float64)
 
     zeros, ones = np.zeros(m), np.ones(m)
     start, end = slope(zeros), slope(ones)
@@ -491,10 +492,17 @@ def mace_trust(
     statistic = np.maximum(2 * (best - loglik(zeros)), 0.0)
     p_value = np.where(statistic > 0, stats.chi2.sf(statistic, 1) / 2, 1.0)
     none = n == 0
+
+    def masked(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.where(none, np.nan, x)
+
     return TrustInterval(
-        *(np.where(none, np.nan, x) for x in (estimate, low, high)),
-        n.astype(np.int64),
-        *(np.where(none, np.nan, x) for x in (statistic, p_value)),
+        estimate=masked(estimate),
+        low=masked(low),
+        high=masked(high),
+        n=n.astype(np.int64),
+        statistic=masked(statistic),
+        p_value=masked(p_value),
     )
 
 

@@ -421,8 +421,9 @@ def flag_with_intervals(
         value, bounds = sign * est[k], sorted((sign * lo[k], sign * hi[k]))
         shown = " (no interval)" if pointwise[k] else f" [{bounds[0]:.2f}, {bounds[1]:.2f}]"
         reason = f"{name} {value:.2f}{shown}, {statement}; {int(counts[k])} {evidence_unit}"
-        if notes is not None and notes[k]:
-            reason = f"{notes[k]}; {reason}"
+        note = notes[int(k)] if notes is not None else None
+        if note:
+            reason = f"{note}; {reason}"
         flags.append(
             IntervalFlag(int(k), rule, float(value), bounds[0], bounds[1], int(counts[k]), reason)
         )

@@ -166,7 +166,7 @@ def _long_item_ids(*, study: Study, seconds: float) -> set[int]:
         metadata = metadata or {}
         duration = metadata.get("duration")
         if not isinstance(duration, int | float):
-            duration = signals.get(metadata.get("signal"), 0.0)
+            duration = signals.get(str(metadata.get("signal")), 0.0)
         if duration > seconds:
             long_ids.add(item_id)
     return long_ids

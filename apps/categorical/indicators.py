@@ -484,7 +484,9 @@ def ratings_intervals(
     )
     crowd, notes, pairs = crowd_figures(matrix, annotators, names)
     found.update(crowd)
-    study = {key: found.pop(key) for key in ("alpha", "fleiss_kappa") if key in found}
+    study: dict[str, Interval] = {
+        key: found.pop(key) for key in ("alpha", "fleiss_kappa") if key in found
+    }
     return IntervalSet(
         annotators=list(annotators), per_annotator=found, study=study, notes=notes, pairs=pairs
     )

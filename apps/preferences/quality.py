@@ -544,8 +544,14 @@ def derive_pairwise(
         },
         intervals={
             str(TIE_RATE.interval): [
-                [*json_ready(np.array(entry[:3])), int(entry[3])] if entry[3] > 0 else None
-                for entry in zip(*ties_interval[:4], strict=True)
+                [*json_ready(np.array([est, low, high])), int(n)] if n > 0 else None
+                for est, low, high, n in zip(
+                    np.atleast_1d(ties_interval.estimate),
+                    np.atleast_1d(ties_interval.low),
+                    np.atleast_1d(ties_interval.high),
+                    np.atleast_1d(ties_interval.n),
+                    strict=True,
+                )
             ]
         },
         matrices={
