@@ -198,7 +198,7 @@ def test_dashboard_lists_and_renders_both_kinds(client, cycling_study, noisy_tra
     for setup, names in (
         (
             cycling_study,
-            ("Judgements", "Transitivity kappa", "Pooled transitivity kappa", "own share of ties"),
+            ("Judgements", "Transitivity kappa", "Pooled transitivity kappa", "own share of"),
         ),
         (noisy_trace_study, ("Traces", "kappa_SDA vs truth", "Lag behind truth (s)")),
     ):
