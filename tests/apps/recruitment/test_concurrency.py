@@ -19,7 +19,7 @@ from tests.apps.recruitment.setup import recruiting_study
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
-def _arrive_together(token: str, pids: list[str]) -> list[int]:
+def _arrive_together(token: str, pids: list[str], extra: str = "") -> list[int]:
     """Open the link once per pid from parallel threads; return the status codes."""
     barrier = threading.Barrier(len(pids))
     codes: list[int] = [0] * len(pids)
@@ -28,7 +28,7 @@ def _arrive_together(token: str, pids: list[str]) -> list[int]:
     def arrive(index: int) -> None:
         try:
             barrier.wait(timeout=10)
-            response = Client().get(f"/join/{token}/?PROLIFIC_PID={pids[index]}")
+            response = Client().get(f"/join/{token}/?PROLIFIC_PID={pids[index]}{extra}")
             codes[index] = response.status_code
         except BaseException as exc:
             errors.append(exc)
@@ -45,9 +45,20 @@ def _arrive_together(token: str, pids: list[str]) -> list[int]:
 
 
 def test_one_id_in_many_tabs_at_once_is_one_participant():
+    """The same attempt (Prolific's SESSION_ID) opened in six tabs at once: one participant,
+    and every tab continues."""
+    _, recruitment = recruiting_study()
+    codes = _arrive_together(recruitment.token, ["same-id"] * 6, "&SESSION_ID=s1")
+    assert codes == [302] * 6
+    assert Participant.objects.count() == 1
+
+
+def test_one_id_from_many_browsers_at_once_is_one_participant_and_one_browser():
+    """Six browsers naming one id without its attempt id: the first in is the participant, the
+    others are refused (409), never handed the participant (issue 24's impersonation)."""
     _, recruitment = recruiting_study()
     codes = _arrive_together(recruitment.token, ["same-id"] * 6)
-    assert codes == [302] * 6
+    assert sorted(codes) == [302] + [409] * 5
     assert Participant.objects.count() == 1
 
 
