@@ -5,15 +5,14 @@ Websockets need an ASGI server: the pages come from daphne (``asgi_url``, see co
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from apps.annotations.importing import FinishedAnnotation, annotations_import_finished
 from apps.annotations.models import Assignment
-from apps.annotations.services import annotations_submit
 from tests.browser.conftest import ARTIFACTS
 from tests.factories import running_study
 
@@ -41,23 +40,32 @@ def new_page(chromium: Browser, asgi_url: str) -> Iterator:
 
 def _seed_answers(study, annotators, *, held_back: int = 0) -> None:
     """Three consistent annotators and one who labels at random (gets flagged); the first
-    leaves their last ``held_back`` items for the test to answer."""
+    leaves their last ``held_back`` items for the test to answer.
+
+    Stored in one bulk import (one quality pass), not answer by answer: the pages under test
+    read the same answers either way, and 200 live submissions took 15-20 s of each test."""
     question = study.questions.get()
     rng = np.random.default_rng(7)
     truth = {item: rng.integers(3) for item in study.items.values_list("pk", flat=True)}
+    records = []
     for k, user in enumerate(annotators):
-        assignments = list(Assignment.objects.filter(annotator=user, round=1))
+        assignments = list(
+            Assignment.objects.filter(annotator=user, round=1).select_related("item")
+        )
         for assignment in assignments[: len(assignments) - held_back] if k == 0 else assignments:
             label = rng.integers(3) if k == len(annotators) - 1 else truth[assignment.item_id]
             if k < len(annotators) - 1 and rng.random() < 0.1:
                 label = (label + 1) % 3
-            annotations_submit(
-                annotator=user,
-                assignment=assignment,
-                answers={question: LABELS[label]},
-                idempotency_key=uuid.uuid4(),
-                time_spent_ms=int(rng.integers(800, 4000)),
+            records.append(
+                FinishedAnnotation(
+                    assignment.item.external_id,
+                    user.username,
+                    question.key,
+                    LABELS[label],
+                    time_spent_ms=int(rng.integers(800, 4000)),
+                )
             )
+    annotations_import_finished(study=study, records=records)
 
 
 def test_dashboard_updates_live_when_an_annotator_submits(new_page, sign_in, screenshot, settings):
