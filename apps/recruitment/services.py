@@ -153,11 +153,12 @@ def participant_enter(
     A returning id gets the same participant only from the browser it arrived in, with the same
     platform attempt or with its resume code (:func:`_may_continue`); else
     :class:`ParticipantIdTakenError`. New participants are admitted one at a time (the
-    recruitment row is locked) while the link is open, the study running, fewer than
-    ``max_participants`` hold a place (arrivals that never consent give theirs up after
-    ``RECRUITMENT_RESERVATION_MINUTES``) and work is left for them
-    (:func:`~apps.recruitment.selectors.recruitment_capacity`; else :class:`StudyFullError`,
-    before any account is made). The account is pseudonymous (no platform id in its username)
+    recruitment row is locked) while the link is open and the study running; when
+    ``max_participants`` already hold a place (arrivals that never consent give theirs up after
+    ``RECRUITMENT_RESERVATION_MINUTES``) or no work is left for one more
+    (:func:`~apps.recruitment.selectors.recruitment_capacity`), :class:`StudyFullError` before
+    any account is made: the platform's "study full" screen-out, as either way there is no
+    place. The account is pseudonymous (no platform id in its username)
     and has no usable password; it is an annotator of this study only.
     """
     recruitment = (
@@ -180,9 +181,7 @@ def participant_enter(
     participants_release_reservations(study=study)
     capacity = recruitment_capacity(recruitment=recruitment)
     holding = Participant.objects.filter(study=study).exclude(status=Status.EXPIRED).count()
-    if holding >= recruitment.max_participants:
-        raise ValidationError("This study has all the participants it needs. Thank you!")
-    if capacity <= 0:
+    if holding >= recruitment.max_participants or capacity <= 0:
         raise StudyFullError
     if existing is not None:  # an expired reservation comes back while there is room
         revived = _set_status(existing, Status.ARRIVED, arrived_at=timezone.now(), ended_at=None)

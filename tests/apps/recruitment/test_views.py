@@ -87,12 +87,13 @@ def test_a_link_without_id_an_mturk_preview_and_an_unknown_token(client):
     assert not Participant.objects.exists()
 
 
-def test_a_full_study_says_so(client):
+def test_a_full_study_says_so_with_the_screen_out_code(client):
     _, recruitment = recruiting_study(max_participants=1)
     client.get(prolific(recruitment, "first"))
     response = client.__class__().get(prolific(recruitment, "second"))
-    assert response.status_code == 403
-    assert b"all the participants" in response.content
+    assert response.status_code == 200
+    assert b"This study is full" in response.content
+    assert b"https://app.prolific.com/submissions/complete?cc=SCREEN0UT" in response.content
 
 
 def test_the_questionnaire_is_validated_and_stored(client):
