@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.db.models import Count, F, QuerySet
 
+from apps.studies.kinds import question_kind, queue_kinds
 from apps.studies.models import Membership, Question, Study
-from core.types import Visitor
+from core.types import Account, Visitor
 
 
 def studies_for_user(*, user: Visitor) -> QuerySet[Study]:
@@ -83,3 +88,40 @@ def label_answer_counts(*, question: Question) -> dict[str, int]:
         .annotate(n=Count("id"))
     )
     return dict(used)
+
+
+def annotator_tasks(
+    *, study: Study, annotator: Account, questions: Sequence[Question] | None = None
+) -> list[dict[str, Any]]:
+    """The annotator's tasks in a study: the queue once (all queue questions share it), then
+    each question answered on its own page, each ``{"question", "queue", "progress"}`` with
+    the progress its own page shows (:meth:`~apps.studies.kinds.QuestionKind.progress`): the
+    one definition the home card, the study overview and the task pages share."""
+    queued = set(queue_kinds())
+    tasks: list[dict[str, Any]] = []
+    for question in study.questions.all() if questions is None else questions:
+        queue = question.kind in queued
+        if queue and any(task["queue"] for task in tasks):
+            continue
+        progress = question_kind(question.kind).progress(question=question, annotator=annotator)
+        tasks.append({"question": question, "queue": queue, "progress": progress})
+    return tasks
+
+
+def annotators_tasks(*, study: Study, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` of :func:`apps.annotations.selectors.study_progress` (one page of them), each
+    with its annotator's ``tasks`` (:func:`annotator_tasks`): the overview's progress of every
+    kind, counted as each task's page counts it. Costs a few queries per annotator and
+    question, so callers pass one page of rows."""
+    rows = list(rows)
+    users = get_user_model().objects.in_bulk([row["annotator_id"] for row in rows])
+    questions = list(study.questions.all())
+    return [
+        row
+        | {
+            "tasks": annotator_tasks(
+                study=study, annotator=users[row["annotator_id"]], questions=questions
+            )
+        }
+        for row in rows
+    ]

@@ -20,9 +20,14 @@ from apps.adjudication.selectors import disagreement_forecasts, with_predicted_d
 from apps.annotations.selectors import item_coverage, study_has_answers, study_progress
 from apps.studies.access import managed_study
 from apps.studies.forms import QuestionEditor, StudyForm, StudyStatusForm
-from apps.studies.kinds import kind_choices, question_kind, queue_kinds
+from apps.studies.kinds import kind_choices, question_kind
 from apps.studies.models import Membership, Study
-from apps.studies.selectors import can_create_studies, studies_with_my_role
+from apps.studies.selectors import (
+    annotator_tasks,
+    annotators_tasks,
+    can_create_studies,
+    studies_with_my_role,
+)
 from apps.studies.services import (
     question_create,
     question_update,
@@ -32,9 +37,9 @@ from apps.studies.services import (
 )
 from core.forms import posted
 from core.markdown import render_markdown
-from core.types import Account
 
 COVERAGE_PAGE_SIZE = 25
+PROGRESS_PAGE_SIZE = 25  # annotators a page: each costs a few queries per question
 STATUS_MESSAGES = {
     Study.Status.RUNNING: "The study is open: annotators can start labelling.",
     Study.Status.DRAFT: "The study is a draft: annotators cannot label until you open it.",
@@ -47,10 +52,9 @@ def home(request: HttpRequest) -> HttpResponse:
     """My studies with my role; annotators see one task per queue and per other question, each
     with its progress counted as its own page counts it (:meth:`QuestionKind.progress`)."""
     studies = list(studies_with_my_role(user=request.user))
-    queued = set(queue_kinds())
     for study in studies:
         if study.my_role == Membership.Role.ANNOTATOR:
-            study.tasks = annotator_tasks(study=study, annotator=request.user, queued=queued)
+            study.tasks = annotator_tasks(study=study, annotator=request.user)
             study.all_done = bool(study.tasks) and all(
                 task["progress"]["total"] and task["progress"]["done"] >= task["progress"]["total"]
                 for task in study.tasks
@@ -60,19 +64,6 @@ def home(request: HttpRequest) -> HttpResponse:
         "can_create": can_create_studies(user=request.user),
     }
     return render(request, "studies/home.html", context)
-
-
-def annotator_tasks(*, study: Study, annotator: Account, queued: set[str]) -> list[dict[str, Any]]:
-    """The annotator's tasks in a study: the queue once (all queue questions share it), then
-    each question answered on its own page, each ``{"question", "queue", "progress"}``."""
-    tasks: list[dict[str, Any]] = []
-    for question in study.questions.all():
-        queue = question.kind in queued
-        if queue and any(task["queue"] for task in tasks):
-            continue
-        progress = question_kind(question.kind).progress(question=question, annotator=annotator)
-        tasks.append({"question": question, "queue": queue, "progress": progress})
-    return tasks
 
 
 @login_required
@@ -108,10 +99,14 @@ def study_overview(request: HttpRequest, study_id: int) -> HttpResponse:
     }
     if request.htmx:
         return render(request, "studies/overview.html#coverage", context)
+    progress = Paginator(study_progress(study=study), PROGRESS_PAGE_SIZE).get_page(
+        request.GET.get("annotators_page")
+    )
     context |= {
         "instructions": render_markdown(study.instructions),
         "questions": study.questions.prefetch_related("labels"),
-        "progress": study_progress(study=study),
+        "progress": progress,
+        "progress_rows": annotators_tasks(study=study, rows=progress),
         "status_message": STATUS_MESSAGES[study.status],
         "has_answers": study_has_answers(study=study),
         "pseudonyms": request.GET.get("annotators") == "pseudonyms",

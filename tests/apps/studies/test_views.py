@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -114,6 +115,42 @@ def test_overview_shows_progress_coverage_and_downloads(client, study_setup, man
     # no answers yet: no download buttons, one sentence instead (an empty draft showed 15)
     assert reverse("annotations:export", args=[study.pk, "csv"]) not in html
     assert "No answers yet" in html
+
+
+def test_overview_counts_every_kind_of_task_as_the_annotators_own_pages_do(client):
+    """One notion of progress: the overview counted only the label queue, while the home card
+    and the trace and comparison pages count their own tasks (issue 27, point 5)."""
+    from apps.studies.selectors import annotator_tasks
+    from apps.studies.services import question_create
+    from tests.apps.continuous.conftest import make_trace_study
+
+    ts = make_trace_study(n_annotators=2)
+    question_create(
+        study=ts.study,
+        kind="categorical",
+        key="mood",
+        prompt="Mood?",
+        labels=[{"key": "calm", "name": "Calm"}, {"key": "tense", "name": "Tense"}],
+    )
+    question_create(study=ts.study, kind="pairwise", key="better", prompt="Which is livelier?")
+    ts.trace_gold(ts.annotators[0], lambda t: 0.5 + 0.3 * np.sin(t))
+    client.force_login(ts.study.created_by)
+    html = client.get(overview_url(ts.study)).content.decode()
+    header = html[html.index('id="progress-heading"') : html.index("</thead>")]
+    assert "Label queue" in header
+    assert "<code>arousal</code>" in header
+    assert "<code>better</code>" in header
+    for annotator in ts.annotators:
+        row = html[html.index(f">{annotator.username}</th>") :]
+        row = row[: row.index("</tr>")]
+        tasks = annotator_tasks(study=ts.study, annotator=annotator)
+        assert len(tasks) == 3
+        shown = [
+            f"{task['progress']['done']} of {task['progress']['total']} done" for task in tasks
+        ]
+        assert [text for text in shown if text in row] == shown
+    trace_row = html[html.index(f">{ts.annotators[0].username}</th>") :]
+    assert "1 of 2 done" in trace_row[: trace_row.index("</tr>")]
 
 
 def test_overview_downloads_follow_the_annotator_naming_choice(client, study_setup, manager):
