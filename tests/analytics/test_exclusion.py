@@ -165,3 +165,54 @@ def test_a_removed_member_with_answers_can_still_be_excluded(client, answered, o
     assert (
         client.post(_url(study, outsider), {"action": "exclude", "reason": "x"}).status_code == 404
     )
+
+
+def test_excluded_means_the_same_on_every_page_and_file(client, answered):
+    """One notion of "excluded" (issue 27): the dashboard's row, the curated answers, the
+    curated aggregated labels and the curated Hugging Face dataset all leave out exactly the
+    annotators excluded on the dashboard, and include them again after an undo."""
+    import csv as csv_module
+    import io
+    import zipfile
+
+    import pyarrow.parquet as pq
+
+    study, annotators = answered
+    left = annotators[-1]
+    question = study.questions.get()
+
+    def shown() -> dict[str, set[str]]:
+        client.force_login(study.created_by)
+        csv = b"".join(
+            client.get(reverse("annotations:export_curated", args=[study.pk, "csv"]))
+        ).decode()
+        aggregated = b"".join(
+            client.get(reverse("adjudication:export", args=[study.pk, "csv"]), {"curated": "1"})
+        ).decode()
+        answers = {
+            (row["item"], row["n_answers"])
+            for row in csv_module.DictReader(io.StringIO(aggregated))
+        }
+        zipped = client.get(reverse("annotations:export_huggingface", args=[study.pk]))
+        with zipfile.ZipFile(io.BytesIO(b"".join(zipped.streaming_content))) as archive:
+            data = pq.read_table(io.BytesIO(archive.read(f"data/{question.key}.parquet")))
+        rows = dashboard_context(study=study, question=question)["rows"]
+        return {
+            "curated answers": {u.username for u in annotators if u.username in csv},
+            "aggregated answers a row": answers,
+            "dataset": set(data.column("annotator").to_pylist()),
+            "dashboard": {row.name for row in rows if row.exclusion is None},
+        }
+
+    everyone = {u.username for u in annotators}
+    before = shown()
+    assert before["curated answers"] == before["dataset"] == before["dashboard"] == everyone
+    annotator_exclude(study=study, annotator=left, by=study.created_by, reason="random labels")
+    after = shown()
+    kept = everyone - {left.username}
+    assert after["curated answers"] == after["dataset"] == after["dashboard"] == kept
+    # every item had the four annotators' answers; the curated aggregate counts three
+    assert {n for _, n in before["aggregated answers a row"]} == {"4"}
+    assert {n for _, n in after["aggregated answers a row"]} == {"3"}
+    annotator_include(study=study, annotator=left, by=study.created_by)
+    assert shown() == before
