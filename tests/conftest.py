@@ -7,9 +7,15 @@ import os
 
 import pytest
 from django.db import connection
+from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
 from tests.factories import UserFactory, running_study
+
+# No per-example deadline: property tests check values, and speed goals live in benchmarks/.
+# Hypothesis's 200 ms default failed a one-millisecond example that a busy CI machine delayed.
+hypothesis_settings.register_profile("studio", deadline=None)
+hypothesis_settings.load_profile("studio")
 
 
 def pytest_configure(config: pytest.Config) -> None:
