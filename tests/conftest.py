@@ -4,9 +4,11 @@ what keeps pytest-xdist workers apart."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
+from django.test import override_settings
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
@@ -87,13 +89,21 @@ def axes_on(settings):
     settings.AXES_ENABLED = True
 
 
+# Quality updates run in the committing thread, so a test sees them when it asserts (the
+# background-thread mode has its own tests); no sweeper thread in the test process; no
+# interval bootstrap unless a test asks for it.
+QUALITY_IN_TESTS = {
+    "QUALITY_UPDATES": "inline",
+    "QUALITY_SWEEP_INTERVAL": 0,
+    "QUALITY_INTERVAL_SECONDS": 0,
+}
+
+
 @pytest.fixture(autouse=True)
 def _quality_updates_inline(settings):
-    """Quality updates run in the committing thread, so a test sees them when it asserts
-    (the background-thread mode has its own tests)."""
-    settings.QUALITY_UPDATES = "inline"
-    settings.QUALITY_SWEEP_INTERVAL = 0  # no sweeper thread in the test process
-    settings.QUALITY_INTERVAL_SECONDS = 0  # no interval bootstrap unless a test asks for it
+    """:data:`QUALITY_IN_TESTS` for every test."""
+    for name, value in QUALITY_IN_TESTS.items():
+        setattr(settings, name, value)
 
 
 @pytest.fixture
@@ -102,3 +112,19 @@ def pinned_pair_seed(monkeypatch):
     pairs (and so whether a cycle-making annotator can close a cycle) does not depend on the
     random session seed or on the database's primary keys."""
     monkeypatch.setattr("apps.preferences.services.secrets.randbelow", lambda n: 0)
+
+
+@pytest.fixture(scope="module")
+def module_db(django_db_setup, django_db_blocker) -> Iterator[None]:
+    """A transaction around a module's tests, rolled back after the last one: data that a
+    module-scoped fixture builds inside it is made once, and each test's own transaction
+    (the ``db`` fixture's) is a savepoint within it, so what a test writes is undone before
+    the next. Django's ``TestCase.setUpTestData`` for pytest; not for ``transaction=True``
+    tests, which commit."""
+    with (
+        django_db_blocker.unblock(),
+        override_settings(**QUALITY_IN_TESTS),
+        transaction.atomic(),
+    ):
+        yield
+        transaction.set_rollback(True)

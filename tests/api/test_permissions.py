@@ -19,7 +19,7 @@ from apps.annotations.models import Annotation
 from apps.annotations.selectors import assignment_next
 from apps.annotations.services import annotations_submit
 from tests.api.helpers import ClientFor
-from tests.factories import PASSWORD, StudyFactory, UserFactory
+from tests.factories import PASSWORD, StudyFactory, UserFactory, running_study
 
 ROLES = ("anonymous", "outsider", "annotator", "manager")
 
@@ -35,9 +35,11 @@ class World:
     users: dict[str, Any]
 
 
-@pytest.fixture
-def world(study_setup, outsider) -> World:
-    study, (annotator, *_) = study_setup
+@pytest.fixture(scope="module")
+def world_data(module_db) -> World:
+    """:func:`world`, made once for the module's few hundred requests."""
+    study, (annotator, *_) = running_study()
+    outsider = UserFactory(manager=True)
     StudyFactory(created_by=outsider)
     question = study.questions.get()
     done = assignment_next(annotator=annotator, study=study)
@@ -61,6 +63,13 @@ def world(study_setup, outsider) -> World:
             "manager": study.created_by,
         },
     )
+
+
+@pytest.fixture
+def world(db, world_data: World) -> World:
+    """A running study (one answer given) and an outsider who manages a study of their own;
+    what a test writes is rolled back after it (``module_db``)."""
+    return world_data
 
 
 Body = Callable[[World], Any] | None

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import io
 import uuid
+from collections.abc import Iterator
 
 import pytest
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
+from django.test import TestCase, override_settings
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -18,8 +21,9 @@ from analytics.pipeline import quality_rebuild
 from analytics.selectors import latest_snapshot
 from apps.annotations.selectors import assignment_next
 from apps.studies.kinds import question_kind
-from apps.studies.models import Membership, Study
+from apps.studies.models import Membership, Question, Study
 from apps.studies.services import membership_add, question_create, study_set_status
+from core.types import Account
 from tests.factories import ItemFactory, StudyFactory, UserFactory
 from tests.toy_kind.kind import RATING
 
@@ -27,16 +31,30 @@ pytestmark = pytest.mark.django_db
 N_ITEMS = 24
 
 
-@pytest.fixture(autouse=True)
-def rating_kind(settings):
+@pytest.fixture(scope="module", autouse=True)
+def rating_kind() -> Iterator[None]:
     """The registration line: the toy kind appended to the project's kinds."""
-    settings.QUESTION_KINDS = [*settings.QUESTION_KINDS, "tests.toy_kind.kind.RATING"]
+    with override_settings(QUESTION_KINDS=[*settings.QUESTION_KINDS, "tests.toy_kind.kind.RATING"]):
+        yield
+
+
+@pytest.fixture(scope="module")
+def rated_data(module_db, rating_kind) -> tuple[Study, Question, list[Account]]:
+    """:func:`rated`, made once for the module (made per test, the 120 answers through the
+    API cost 20-57 s a test on PostgreSQL)."""
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return _rated()
 
 
 @pytest.fixture
-def rated(django_capture_on_commit_callbacks):
+def rated(db, rated_data) -> tuple[Study, Question, list[Account]]:
     """Five annotators rate 24 items through the API: four near each item's truth, one (the
-    last) always 10; every answer is processed and published after its commit."""
+    last) always 10; every answer is processed and published after its commit. What a test
+    writes is rolled back after it (``module_db``)."""
+    return rated_data
+
+
+def _rated() -> tuple[Study, Question, list[Account]]:
     study = StudyFactory()
     question = question_create(study=study, key="score", prompt="How good?", kind="rating")
     items = ItemFactory.create_batch(N_ITEMS, study=study)
@@ -45,22 +63,21 @@ def rated(django_capture_on_commit_callbacks):
     for user in annotators:
         membership_add(study=study, user=user, role=Membership.Role.ANNOTATOR)
     study_set_status(study=study, status=Study.Status.RUNNING)
-    with django_capture_on_commit_callbacks(execute=True):
-        for k, user in enumerate(annotators):
-            client = APIClient()
-            client.force_authenticate(user)
-            while (assignment := assignment_next(annotator=user, study=study)) is not None:
-                rating = 10 if k == 4 else truth[assignment.item_id] + (k % 2)
-                response = client.post(
-                    "/api/annotations/",
-                    {
-                        "assignment": assignment.pk,
-                        "answers": {"score": {"rating": rating}},
-                        "idempotency_key": str(uuid.uuid4()),
-                    },
-                    format="json",
-                )
-                assert response.status_code == 201, response.data
+    for k, user in enumerate(annotators):
+        client = APIClient()
+        client.force_authenticate(user)
+        while (assignment := assignment_next(annotator=user, study=study)) is not None:
+            rating = 10 if k == 4 else truth[assignment.item_id] + (k % 2)
+            response = client.post(
+                "/api/annotations/",
+                {
+                    "assignment": assignment.pk,
+                    "answers": {"score": {"rating": rating}},
+                    "idempotency_key": str(uuid.uuid4()),
+                },
+                format="json",
+            )
+            assert response.status_code == 201, response.data
     return study, question, annotators
 
 
