@@ -27,6 +27,12 @@ def pytest_configure(config: pytest.Config) -> None:
     same primary key, and a worker's ``quality-updates`` consumer would take another's jobs."""
     from django.conf import settings
 
+    database = settings.DATABASES["default"]
+    if database["ENGINE"].endswith("postgresql"):
+        # A test database needs no durability: commits do not wait for the WAL on disk. The
+        # transactional tests (browser, live servers) commit often and empty every table
+        # after each test; their flushes took several seconds each on a busy machine.
+        database.setdefault("OPTIONS", {})["options"] = "-c synchronous_commit=off"
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     layer = settings.CHANNEL_LAYERS["default"]
     if worker and layer["BACKEND"].endswith("RedisChannelLayer"):  # the peer layer is per process
