@@ -9,6 +9,7 @@ Rows are dicts of typed values, written as CSV, JSON Lines or Parquet by
 from __future__ import annotations
 
 import csv
+import math
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
@@ -153,3 +154,77 @@ def score_csv_text(
             yield "".join(lines)
             lines.clear()
     yield "".join(lines)
+
+
+#: Preference pairs for training a model on human preferences: ``prompt``, ``chosen`` and
+#: ``rejected`` are the columns DPO-style trainers read (TRL's ``DPOTrainer``, for one); the
+#: rest says where each pair comes from and how much it can be trusted.
+PREFERENCE_SCHEMA = (
+    Column("prompt", "str"),
+    Column("chosen", "str"),
+    Column("rejected", "str"),
+    Column("tie", "bool"),  # only with ties kept: neither is preferred (chosen is item A)
+    Column("chosen_id", "str"),
+    Column("rejected_id", "str"),
+    Column("annotator", "str"),
+    Column("annotator_weight", "float"),  # the annotator's weight in the pooled fit
+    Column("bt_margin", "float"),  # pooled Bradley-Terry log strength, chosen minus rejected
+    Column("question", "str"),
+    Column("created_at", "timestamp"),
+)
+
+
+def _shown(item: Any) -> str:
+    """What an annotator judged of an item: its text, else the address of its media."""
+    return item.text or item.url or (item.media.name if item.media else "")
+
+
+def preference_rows(
+    *,
+    question: Question,
+    scores: QuestionScores,
+    name: Callable[[str], str] = same_name,
+    left_out: Collection[int] = (),
+    ties: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """One row per kept judgement of ``question`` (keys :data:`PREFERENCE_SCHEMA`): the
+    preferred item ``chosen``, the other ``rejected``; ties left out unless ``ties`` (then
+    flagged ``tie``); undone judgements, hidden attention checks and the annotators
+    ``left_out`` (ids) never.
+
+    ``prompt`` is the items' shared ``prompt`` metadata (responses to one prompt), else the
+    question's prompt. ``annotator_weight`` and ``bt_margin`` come from ``scores``
+    (:func:`~apps.preferences.selectors.question_scores`, fitted on the same annotators'
+    judgements); NaN where the fit gives none.
+    """
+    weights = dict(zip(scores.annotators, scores.weights, strict=True))
+    strength = {row.item.pk: row.log_strength for row in scores.rows}
+    judgements = (
+        Judgement.objects.filter(question=question)
+        .data()
+        .kept()
+        .exclude(annotator_id__in=left_out)
+        .select_related("annotator", "item_a", "item_b")
+        .order_by("annotator__username", "sequence")
+    )
+    if not ties:
+        judgements = judgements.exclude(outcome=0)
+    for j in judgements.iterator(chunk_size=CHUNK_SIZE):
+        chosen, rejected = (j.item_b, j.item_a) if j.outcome == -1 else (j.item_a, j.item_b)
+        shared = chosen.metadata.get("prompt")
+        username = j.annotator.get_username()
+        yield {
+            "prompt": shared
+            if isinstance(shared, str) and shared == rejected.metadata.get("prompt")
+            else question.prompt,
+            "chosen": _shown(chosen),
+            "rejected": _shown(rejected),
+            "tie": j.outcome == 0,
+            "chosen_id": chosen.external_id,
+            "rejected_id": rejected.external_id,
+            "annotator": name(username),
+            "annotator_weight": weights.get(username, math.nan),
+            "bt_margin": strength.get(chosen.pk, math.nan) - strength.get(rejected.pk, math.nan),
+            "question": question.key,
+            "created_at": j.created_at,
+        }

@@ -29,6 +29,7 @@ from analytics.metrics.preferences import (
     reliability_weight,
     side_bias,
 )
+from analytics.selectors import excluded_annotator_ids
 from apps.annotations.models import Assignment
 from apps.items.models import Item
 from apps.preferences.checks import (
@@ -625,6 +626,19 @@ def question_scores(
         weights=[weights[s.annotator_id] for s in sessions],
         se_exact=se_exact,
     )
+
+
+def curated_scores(*, question: Question, curated: bool) -> tuple[set[int], QuestionScores]:
+    """The annotators a curated export leaves out (ids; none unless ``curated``) and the
+    question's scores fitted without their judgements: a file's margins and weights describe
+    the rows it ships."""
+    left_out = excluded_annotator_ids(study=question.study) if curated else set()
+    judgements = {
+        annotator: rows
+        for annotator, rows in question_judgements(question=question).items()
+        if annotator not in left_out
+    }
+    return left_out, question_scores(question=question, judgements=judgements)
 
 
 def batch_evidence(*, question: Question) -> tuple[Counter[int], Counter[int]]:

@@ -35,4 +35,10 @@ urlpatterns = [
         views.judgements_export,
         name="judgements_file",
     ),
+    re_path(
+        r"^studies/(?P<study_id>[0-9]+)/preferences/(?P<question_key>[-\w]+)/"
+        r"preferences\.(?P<fmt>jsonl|parquet)$",
+        views.preferences_export,
+        name="preferences_file",
+    ),
 ]

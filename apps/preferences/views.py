@@ -14,7 +14,9 @@ from apps.exchange.identity import PSEUDONYMS, USERNAMES, annotator_names
 from apps.items.models import Item
 from apps.preferences.exporting import (
     JUDGEMENT_SCHEMA,
+    PREFERENCE_SCHEMA,
     judgement_rows,
+    preference_rows,
     score_csv_text,
     score_rows,
     score_schema,
@@ -24,6 +26,7 @@ from apps.preferences.models import clean_pairwise_settings
 from apps.preferences.scheduling import floor_rule
 from apps.preferences.selectors import (
     annotator_reports,
+    curated_scores,
     pairwise_questions,
     question_judgements,
     question_scores,
@@ -213,6 +216,36 @@ def judgements_export(
         request=request,
         fmt=fmt,
         filename=f"study{study.pk}-{question.key}-judgements.{fmt}",
+    )
+
+
+@login_required
+@require_GET
+def preferences_export(
+    request: HttpRequest, study_id: int, question_key: str, fmt: str
+) -> StreamingHttpResponse:
+    """Download the preference pairs of a pairwise question for training a model (``prompt``,
+    ``chosen``, ``rejected``, the annotator's weight and the Bradley-Terry margin) as JSON
+    Lines or Parquet: curated (the excluded annotators left out, and the pooled fit made
+    without them) unless ``?curated=0``; ties left out unless ``?ties=keep``;
+    ``?annotators=pseudonyms`` names annotators by per-study pseudonyms."""
+    study = managed_study(request, study_id)
+    question = _question(study, question_key)
+    curated = request.GET.get("curated") != "0"
+    left_out, scores = curated_scores(question=question, curated=curated)
+    name = annotator_names(study_id=study.pk, identity=_identity(request))
+    rows = preference_rows(
+        question=question,
+        scores=scores,
+        name=name,
+        left_out=left_out,
+        ties=request.GET.get("ties") == "keep",
+    )
+    return formats.download(
+        formats.encode(rows, columns=PREFERENCE_SCHEMA, fmt=fmt),
+        request=request,
+        fmt=fmt,
+        filename=f"study{study.pk}-{question.key}-preferences{'' if curated else '-all'}.{fmt}",
     )
 
 
