@@ -63,15 +63,18 @@ from analytics.metrics.uncertainty import (
 )
 
 __all__ = [
+    "RowsAgreement",
     "fleiss_kappa_interval",
     "fleiss_kappa_null_se",
     "indicator_intervals_categorical",
     "indicator_intervals_pairwise",
     "indicator_intervals_traces",
+    "item_bootstrap_seed",
     "kappa_sda_hac_interval",
     "kappa_with_others_interval",
     "retest_kappa_interval",
     "retest_tables",
+    "rows_agreement",
 ]
 
 
@@ -698,7 +701,10 @@ def indicator_intervals_categorical(
     if coordinates is None and not ordered:
         coordinates = _nominal_coordinates(data.values)
     state = np.random.default_rng(seed)
-    item_seed = int(state.integers(2**63))
+    item_seed = int(state.integers(2**63))  # = item_bootstrap_seed(seed)
+    study = rows_agreement(
+        arr, ordered=ordered, n_boot=n_boot, confidence=confidence, seed=item_seed
+    )
     out = {
         "kappa": kappa_with_others_interval(
             arr, min_overlap=min_overlap, weights=kappa_weights, confidence=confidence
@@ -706,16 +712,10 @@ def indicator_intervals_categorical(
         "aad": annotator_mean_aad_bootstrap(
             arr, coordinates=coordinates, n_boot=n_boot, confidence=confidence, seed=item_seed
         ),
-        "alpha": alpha_bootstrap(
-            arr,
-            level="ordinal" if ordered else "nominal",
-            n_boot=n_boot,
-            confidence=confidence,
-            seed=item_seed,
-        ),
+        "alpha": study.alpha,
     }
     if not ordered:
-        out["fleiss_kappa"] = fleiss_kappa_interval(arr, confidence=confidence)
+        out["fleiss_kappa"] = study.fleiss_kappa
     if retest is not None:
         tables, values = retest_tables(arr, retest)
         out["retest_kappa"] = retest_kappa_interval(
@@ -730,6 +730,108 @@ def indicator_intervals_categorical(
             arr, n_boot=n_boot_competence, confidence=confidence, seed=state
         )
     return {key: _strip(value) for key, value in out.items()}
+
+
+def item_bootstrap_seed(seed: Seed) -> int:
+    """The item-resampling seed :func:`indicator_intervals_categorical` derives from its
+    ``seed`` (for :func:`rows_agreement` to reproduce the dashboard's bounds elsewhere)."""
+    return int(np.random.default_rng(seed).integers(2**63))
+
+
+class RowsAgreement(NamedTuple):
+    """A study's agreement figures and the rows they rest on.
+
+    ``alpha`` (Krippendorff, ordinal on an ordered scale) and ``fleiss_kappa`` (nominal) as
+    :class:`~analytics.metrics.uncertainty.Interval`; ``annotators`` with an answer,
+    ``answers`` and ``items`` with two or more answers (the units both figures count).
+    """
+
+    alpha: Interval
+    fleiss_kappa: Interval
+    level: str
+    annotators: int
+    answers: int
+    items: int
+
+
+def rows_agreement(
+    ratings: ArrayLike,
+    *,
+    ordered: bool = False,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: Seed = None,
+    alpha: bool = True,
+) -> RowsAgreement:
+    r"""The study's agreement on a set of rows, computed once for every place that shows it.
+
+    The dashboard (:func:`indicator_intervals_categorical`), the Hugging Face card and the
+    model registry's "Fleiss kappa of annotators" all call this on the answers they
+    describe, so one set of answers gives one figure, and each names its rows.
+
+    Parameters
+    ----------
+    ratings : array_like, shape (n_annotators, n_items)
+        Label codes (scale positions on an ordered scale); ``np.nan`` = not annotated.
+    ordered : bool
+        Ordinal alpha (else nominal).
+    n_boot : int
+        Replicates of alpha's item bootstrap.
+    confidence : float
+        Two-sided coverage.
+    seed : int or numpy.random.Generator, optional
+        Seed of alpha's item bootstrap (the dashboard's: :func:`item_bootstrap_seed` of the
+        question's seed).
+    alpha : bool
+        Compute alpha (else its interval is nan: a caller that shows Fleiss' kappa only).
+
+    Returns
+    -------
+    RowsAgreement
+
+    Notes
+    -----
+    ``alpha``: :func:`~analytics.metrics.uncertainty.alpha_bootstrap` (percentile item
+    bootstrap, Hayes & Krippendorff 2007); ``fleiss_kappa``: :func:`fleiss_kappa_interval`
+    (Wald interval with Gwet's linearisation variance). Fleiss' kappa is always nominal; the
+    dashboard shows it on unordered scales only.
+
+    References
+    ----------
+    Hayes, A. F. & Krippendorff, K. (2007). Answering the call for a standard reliability
+    measure for coding data. Communication Methods and Measures 1(1), 77-89.
+    doi:10.1080/19312450709336664
+
+    Gwet, K. L. (2008). Variance estimation of nominal-scale inter-rater reliability with
+    random selection of raters. Psychometrika 73(3), 407-430. doi:10.1007/s11336-007-9054-8
+
+    Examples
+    --------
+    >>> r = [[0, 1, 1, 2, np.nan], [0, 1, 1, 2, 2], [0, 1, 2, 2, np.nan]]
+    >>> found = rows_agreement(r, n_boot=200, seed=0)
+    >>> found.annotators, found.answers, found.items
+    (3, 13, 4)
+    >>> round(found.alpha.estimate, 3), round(found.fleiss_kappa.estimate, 3)
+    (0.766, 0.745)
+    """
+    arr = as_ratings(ratings)
+    answered = ~np.isnan(arr)
+    level: Literal["ordinal", "nominal"] = "ordinal" if ordered else "nominal"
+    n_items = int((answered.sum(axis=0) >= 2).sum())
+    return RowsAgreement(
+        alpha=(
+            alpha_bootstrap(
+                arr, level=level, n_boot=n_boot, confidence=confidence, seed=seed
+            )._replace(replicates=None)
+            if alpha
+            else _nan_interval(n_items)
+        ),
+        fleiss_kappa=fleiss_kappa_interval(arr, confidence=confidence),
+        level=level,
+        annotators=int(answered.any(axis=1).sum()),
+        answers=int(answered.sum()),
+        items=n_items,
+    )
 
 
 def _strip(interval: Interval) -> Interval:
