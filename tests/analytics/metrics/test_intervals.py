@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
 from analytics.metrics import (
@@ -664,3 +666,43 @@ def test_kappa_with_others_interval_never_has_zero_width_on_few_items():
     shown = ~np.isnan(found.low)
     assert shown.all()
     assert np.all(found.high[shown] - found.low[shown] > 0.05)
+
+
+def test_rows_agreement_is_the_dashboards_alpha_and_fleiss_with_its_rows():
+    """Issue 23: one function for the study figures of a set of rows; its alpha is
+    Krippendorff's (the ``krippendorff`` package as oracle) and its Fleiss kappa statsmodels'
+    on complete rows, and it counts what it rests on."""
+    import krippendorff
+    from statsmodels.stats.inter_rater import aggregate_raters
+    from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
+
+    from analytics.metrics.intervals import item_bootstrap_seed, rows_agreement
+
+    rng = np.random.default_rng(40)
+    ratings = _latent_class_ratings(rng, 5, 60, 0.7)
+    found = rows_agreement(ratings, n_boot=200, seed=1)
+    assert found.alpha.estimate == pytest.approx(
+        krippendorff.alpha(reliability_data=ratings, level_of_measurement="nominal"), abs=1e-9
+    )
+    table, _ = aggregate_raters(ratings.T.astype(int))
+    assert found.fleiss_kappa.estimate == pytest.approx(sm_fleiss(table), abs=1e-9)
+    assert (found.annotators, found.answers, found.items) == (5, 300, 60)
+    ratings[0] = np.nan
+    ratings[1, :50] = np.nan
+    fewer = rows_agreement(ratings, ordered=True, n_boot=200, seed=1)
+    assert (fewer.annotators, fewer.answers, fewer.items, fewer.level) == (4, 190, 60, "ordinal")
+    dashboard = indicator_intervals_categorical(ratings, ordered=True, n_boot=200, seed=7)
+    same = rows_agreement(ratings, ordered=True, n_boot=200, seed=item_bootstrap_seed(7))
+    assert tuple(same.alpha)[:4] == tuple(dashboard["alpha"])[:4]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_kappa_with_others_jackknife_is_invariant_to_the_order_of_items_and_annotators(seed):
+    rng = np.random.default_rng(seed)
+    ratings = _latent_class_ratings(rng, 4, 25, 0.7, missing=0.3)
+    res = kappa_with_others_interval(ratings, min_items=1)
+    items, people = rng.permutation(25), rng.permutation(4)
+    moved = kappa_with_others_interval(ratings[people][:, items], min_items=1)
+    np.testing.assert_allclose(moved.estimate, res.estimate[people], atol=1e-12)
+    np.testing.assert_allclose(moved.high - moved.low, (res.high - res.low)[people], atol=1e-9)
