@@ -7,7 +7,7 @@ interval should contain it in 93-97 % of 1,000 studies (a binomial spread of +-1
   item bootstrap of ``kappa_with_others_bootstrap``.
 * Fleiss' kappa of 4 raters x 150 items (latent-class raters, 10 % missing): the
   linearisation interval of ``fleiss_kappa_interval`` and the item bootstrap; on the same
-  studies, rater 0's kappa with others (delta method, ``kappa_with_others_interval``),
+  studies, rater 0's kappa with others (item jackknife, ``kappa_with_others_interval``),
   whose population value is the same for exchangeable raters.
 * kappa_SDA of two 1,001-sample traces whose joint sign state persists 5 steps on average:
   the HAC interval of ``kappa_sda_hac_interval`` and the percentile block bootstrap of
@@ -116,7 +116,7 @@ def coverage(n_studies: int, *, seed: int = 2026) -> dict[str, float]:
             "Cohen kappa, item bootstrap",
             "Fleiss kappa, linearisation (Gwet)",
             "Fleiss kappa, item bootstrap",
-            "kappa with others (4 raters), delta method",
+            "kappa with others (4 raters), item jackknife",
             "kappa_SDA, HAC flat-top",
             "kappa_SDA, circular block bootstrap",
         ],

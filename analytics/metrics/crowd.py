@@ -373,7 +373,8 @@ class TrustInterval(NamedTuple):
     r"""MACE trust of each annotator against the others' answers (arrays over annotators).
 
     ``estimate`` is :math:`\hat\theta_k`, the share of the annotator's answers that follow
-    the truth rather than a random pick; ``low``-``high`` its profile-likelihood interval;
+    the truth rather than a random pick; ``low``-``high`` its profile-likelihood interval
+    (nan where it would not cover: too few other answers per item or items);
     ``n`` the items compared; ``statistic`` the likelihood-ratio statistic of "answers at
     random" (:math:`\theta_k = 0`) and ``p_value`` its test.
     """

@@ -666,7 +666,7 @@ def indicator_intervals_categorical(
     ========================  ======================================  =====================
     key                       interval                                 reference
     ========================  ======================================  =====================
-    ``kappa``                 Wald, delta-method variance              Fleiss et al. 1969
+    ``kappa``                 Wald, item-jackknife variance            Efron & Stein 1981
     ``aad``                   item bootstrap, percentile               Du & Hoste 2025
     ``alpha``                 item (unit) bootstrap, percentile        Hayes & Krippendorff 2007
     ``fleiss_kappa``          Wald, linearisation variance             Gwet 2008
