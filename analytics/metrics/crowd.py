@@ -449,9 +449,7 @@ class _TrustTerms(NamedTuple):
     def slope(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         k = self.k
         mix = theta[k] * self.g + (1 - theta[k]) * self.xi
-        return np.bincount(k, weights=(self.g - self.xi) / mix, minlength=self.m).astype(
-            np.float64
-        )
+        return np.bincount(k, weights=(self.g - self.xi) / mix, minlength=self.m).astype(np.float64)
 
     def estimate(self) -> NDArray[np.float64]:
         """The maximiser of the concave :meth:`loglik` on [0, 1], per annotator."""
