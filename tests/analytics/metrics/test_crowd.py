@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from analytics.metrics._validate import as_label_data
@@ -193,3 +195,16 @@ def test_flag_with_intervals_docstring_has_no_control_characters():
     assert "\\tilde" in doc
     assert "\\theta" in doc
     assert "\\ne" in doc
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_spammer_posterior_follows_the_annotators_when_they_are_reordered(seed):
+    rng = np.random.default_rng(seed)
+    ratings, _ = crowd_study(rng, annotators=12, items_each=(15, 25))
+    order = rng.permutation(ratings.shape[0])
+    found = spammer_posterior(ratings)
+    moved = spammer_posterior(ratings[order])
+    np.testing.assert_array_equal(moved.n, found.n[order])
+    np.testing.assert_allclose(moved.probability, found.probability[order], atol=1e-4)
+    assert np.all((found.probability >= 0) & (found.probability <= 1))
