@@ -147,6 +147,17 @@ def test_card_computes_its_figures_on_the_rows_it_ships(answered, tmp_path):
         "more: Krippendorff alpha (ordinal) 1.000" in card
     )
     assert "they count the annotators left out too" in card
+    # the export's provenance computes the same figure on the same rows, and names them
+    rows = record["export"]["figures_on_rows"]
+    assert rows["rows"] == "curated"
+    same = rows["questions"][question.key]
+    assert (same["annotators"], same["answers"], same["items"]) == (2, 12, 6)
+    assert same["alpha"][0] == pytest.approx(own["alpha"][0], abs=1e-9)
+    _, everything = export(study, tmp_path / "all", curated=False)
+    every = everything["export"]["figures_on_rows"]
+    assert every["rows"] == "all"
+    assert every["questions"][question.key]["annotators"] == 3
+    assert every["questions"][question.key]["alpha"][0] < 0.9  # the random annotator counts
 
 
 def test_card_figure_on_all_rows_is_the_dashboards_computation(answered, tmp_path, settings):
