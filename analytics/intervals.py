@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -346,4 +346,52 @@ def study_quality(*, study: Any, name: Callable[[str], str]) -> dict[str, Any]:
             row["annotator"] = name(users.get(row["annotator"], f"#{row['annotator']}"))
         record.pop("flags")  # the provenance lists the flags itself, with their history
         out[question.key] = record
+    return out
+
+
+def rows_figures(*, study: Any, left_out: Collection[int] = ()) -> dict[str, Any]:
+    """The dashboard's study figures of every categorical question, computed once on the
+    round-1 answers an export ships (the annotators ``left_out`` excluded), by question key.
+
+    Each entry names its rows (``annotators``, ``answers``, ``items`` with two or more
+    answers) beside Krippendorff's alpha (ordinal on an ordered scale, the dashboard's item
+    bootstrap with its replicates and seed) and, on an unordered scale, Fleiss' kappa, as
+    ``[estimate, low, high]`` (``None`` where undefined):
+    :func:`~analytics.metrics.intervals.rows_agreement`, the function the dashboard calls.
+    """
+    from analytics.metrics.intervals import item_bootstrap_seed, rows_agreement
+    from analytics.selectors import question_ratings
+    from apps.annotations.models import Annotation
+    from apps.studies.models import Question
+
+    out: dict[str, Any] = {}
+    for question in study.questions.filter(kind=Question.Kind.CATEGORICAL).order_by(
+        "position", "id"
+    ):
+        ids = sorted(
+            set(
+                Annotation.objects.filter(question=question, round=1)
+                .exclude(annotator_id__in=list(left_out))
+                .values_list("annotator_id", flat=True)
+            )
+        )
+        keys = list(question.labels.values_list("key", flat=True))
+        _, ratings = question_ratings(question_id=question.pk, annotator_ids=ids, value_keys=keys)
+        found = rows_agreement(
+            ratings, ordered=question.ordered, seed=item_bootstrap_seed(question.pk)
+        )
+
+        def listed(interval: Interval) -> list[float | None]:
+            return [None if not np.isfinite(float(x)) else round(float(x), 6) for x in interval[:3]]
+
+        entry: dict[str, Any] = {
+            "annotators": found.annotators,
+            "answers": found.answers,
+            "items": found.items,
+            "level": found.level,
+            "alpha": listed(found.alpha),
+        }
+        if not question.ordered:
+            entry["fleiss_kappa"] = listed(found.fleiss_kappa)
+        out[question.key] = entry
     return out

@@ -105,6 +105,7 @@ def _flags(ratings: NDArray[np.float64], seed: int) -> dict[int, list[str]]:
         min_overlap=config.min_overlap,
         seed=seed,
         names={a: f"annotator {a}" for a in ids},
+        min_items=config.evidence_needed("items"),
     )
     derived.intervals = interval_entries(found, ids)
     derived.study["intervals"] = {

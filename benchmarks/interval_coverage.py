@@ -7,7 +7,7 @@ interval should contain it in 93-97 % of 1,000 studies (a binomial spread of +-1
   item bootstrap of ``kappa_with_others_bootstrap``.
 * Fleiss' kappa of 4 raters x 150 items (latent-class raters, 10 % missing): the
   linearisation interval of ``fleiss_kappa_interval`` and the item bootstrap; on the same
-  studies, rater 0's kappa with others (delta method, ``kappa_with_others_interval``),
+  studies, rater 0's kappa with others (item jackknife, ``kappa_with_others_interval``),
   whose population value is the same for exchangeable raters.
 * kappa_SDA of two 1,001-sample traces whose joint sign state persists 5 steps on average:
   the HAC interval of ``kappa_sda_hac_interval`` and the percentile block bootstrap of
@@ -17,10 +17,13 @@ Small and sparse designs (``--designs``): latent-class raters (3 labels, prevale
 0.5/0.3/0.2, each answer the true label with probability 0.6, else a uniform draw; exchangeable,
 so every rater's population kappa with others is the latent-class kappa, and MACE's trust is
 0.6 exactly) in dense designs (everyone rates every item) and sparse ones (3 answers per item)
-at 20 and 200 items, 5 and 10 raters: per cell, the share of studies where rater 0's figure
-shows an interval at all (else the dashboard reads "too few"), the coverage of the intervals
-shown and the share of zero-width intervals, for kappa with others (delta method,
-``kappa_with_others_interval``) and MACE trust (profile likelihood, ``mace_trust``).
+at 20 and 200 items, 5 and 10 raters: per cell, the share (and number) of studies where rater
+0's figure shows an interval at all (else the dashboard reads "too few"), the coverage of the
+intervals shown and the share of zero-width intervals, for kappa with others (item
+jackknife, ``kappa_with_others_interval``) and MACE trust (profile likelihood, shown only with
+8 or more other answers per compared item and 30 items, ``mace_trust``). Then transitivity
+kappa of one Thurstone annotator judging every pair of 10 and 20 items (delete-one-item
+jackknife, ``transitivity_kappa_jackknife``; population value by Monte Carlo).
 
 Runtime: ``indicator_intervals_categorical`` at 50 annotators x 2,000 items (5 labels,
 every item rated by everyone, and 30 % of the ratings present) and
@@ -55,7 +58,8 @@ from analytics.metrics.intervals import (
     kappa_sda_hac_interval,
     kappa_with_others_interval,
 )
-from analytics.metrics.uncertainty import fleiss_kappa_bootstrap
+from analytics.metrics.preferences import transitivity_chance
+from analytics.metrics.uncertainty import fleiss_kappa_bootstrap, transitivity_kappa_jackknife
 
 #: Joint distribution of two raters' labels (3 categories) in the Cohen simulation.
 JOINT = np.array([[0.25, 0.05, 0.03], [0.04, 0.22, 0.06], [0.02, 0.05, 0.28]])
@@ -112,7 +116,7 @@ def coverage(n_studies: int, *, seed: int = 2026) -> dict[str, float]:
             "Cohen kappa, item bootstrap",
             "Fleiss kappa, linearisation (Gwet)",
             "Fleiss kappa, item bootstrap",
-            "kappa with others (4 raters), delta method",
+            "kappa with others (4 raters), item jackknife",
             "kappa_SDA, HAC flat-top",
             "kappa_SDA, circular block bootstrap",
         ],
@@ -199,6 +203,66 @@ def design_coverage(
     return rows
 
 
+#: Thurstone annotator of the transitivity cells: latent scores N(0, 1), each judgement on
+#: the score difference plus N(0, NOISE) noise, "equal" when it is within +-TIE.
+THURSTONE_NOISE, THURSTONE_TIE = 0.2, 0.3
+
+
+def _thurstone(rng: np.random.Generator, a, b) -> np.ndarray:
+    d = a - b + rng.normal(0.0, THURSTONE_NOISE, np.shape(a))
+    return np.where(np.abs(d) < THURSTONE_TIE, 0, np.sign(d)).astype(int)
+
+
+def thurstone_transitivity(n_triplets: int = 2_000_000, seed: int = 0) -> float:
+    """Population transitivity kappa (chance from the tie rate) of the Thurstone annotator:
+    the share of transitive triplets and the tie rate over ``n_triplets`` independent
+    triplets of items (Monte Carlo; 0.876 to three decimals)."""
+    rng = np.random.default_rng(seed)
+    s = rng.standard_normal((3, n_triplets))
+    out = {(0, 1): _thurstone(rng, s[0], s[1]), (1, 2): _thurstone(rng, s[1], s[2])}
+    out[(0, 2)] = _thurstone(rng, s[0], s[2])
+    at_least = {}  # x R y: x at least as good as y
+    for (x, y), o in out.items():
+        at_least[(x, y)], at_least[(y, x)] = o >= 0, o <= 0
+    transitive = np.ones(n_triplets, dtype=bool)
+    for x, y, z in ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)):
+        transitive &= ~(at_least[(x, y)] & at_least[(y, z)] & ~at_least[(x, z)])
+    chance = transitivity_chance(float(np.mean(np.concatenate(list(out.values())) == 0)))
+    return (float(transitive.mean()) - chance) / (1 - chance)
+
+
+def transitivity_coverage(
+    n_studies: int, *, seed: int = 27
+) -> list[tuple[str, str, float, float, float]]:
+    """One Thurstone annotator judging every pair of 10 or 20 items: the share of studies
+    with an interval (delete-one-item jackknife), its coverage and zero-width share."""
+    rng = np.random.default_rng(seed)
+    true = thurstone_transitivity()
+    rows = []
+    for items in (10, 20):
+        a, b = np.triu_indices(items, 1)
+        shown = covered = zero = 0
+        for _ in range(n_studies):
+            score = rng.standard_normal(items)
+            outcome = _thurstone(rng, score[a], score[b])
+            res = transitivity_kappa_jackknife(list(zip(a, b, outcome, strict=True)))
+            if np.isnan(res.low) or np.isnan(res.high):
+                continue
+            shown += 1
+            covered += res.low <= true <= res.high
+            zero += res.high - res.low < 1e-9
+        rows.append(
+            (
+                f"1 annotator x {items} items, every pair (true K {true:.3f})",
+                "transitivity kappa",
+                shown / n_studies,
+                covered / shown if shown else float("nan"),
+                zero / shown if shown else float("nan"),
+            )
+        )
+    return rows
+
+
 def timing(seed: int = 0) -> dict[str, float]:
     """Seconds of one call of each entry point at dashboard scale (1,000 replicates)."""
     rng = np.random.default_rng(seed)
@@ -250,8 +314,10 @@ def main() -> None:
         print(f"\nSmall and sparse designs, {args.designs} studies per cell; load: {load}")
         print("| design | figure | interval shown | coverage (goal 93-97 %) | zero width |")
         print("|---|---|---|---|---|")
-        for name, figure, shown, covered, zero in design_coverage(args.designs):
-            print(f"| {name} | {figure} | {shown:.0%} | {covered:.1%} | {zero:.1%} |")
+        rows = design_coverage(args.designs) + transitivity_coverage(args.designs)
+        for name, figure, shown, covered, zero in rows:
+            shown_n = round(shown * args.designs)
+            print(f"| {name} | {figure} | {shown:.0%} ({shown_n}) | {covered:.1%} | {zero:.1%} |")
         print(f"({time.perf_counter() - start:.0f} s)")
     if not args.skip_timing:
         print("\nEntry points (1,000 bootstrap replicates where they bootstrap)")

@@ -38,12 +38,14 @@ from .crowd import (
     ConsensusAgreement,
     CopierPair,
     MaceResult,
+    SpammerPosterior,
     TrustInterval,
     clopper_pearson,
     consensus_agreement,
     copier_pairs,
     mace,
     mace_trust,
+    spammer_posterior,
 )
 from .dawid_skene import DawidSkeneResult, dawid_skene
 from .krippendorff import alpha_from_coincidences, coincidence_matrix, krippendorff_alpha
@@ -161,6 +163,7 @@ __all__ = [
     "OutlierFlag",
     "RepeatAudit",
     "RepeatContradiction",
+    "SpammerPosterior",
     "TrendAgreement",
     "TrustInterval",
     "aad",
@@ -255,6 +258,7 @@ __all__ = [
     "shift_trace",
     "sign_coincidence_counts",
     "sign_coincidence_matrix",
+    "spammer_posterior",
     "spearman",
     "spearman_matrix",
     "transitivity_chance",

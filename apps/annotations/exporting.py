@@ -30,7 +30,7 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest, StreamingHttpResponse
 from django.utils import timezone
 
-from analytics.intervals import study_quality
+from analytics.intervals import rows_figures, study_quality
 from analytics.models import Flag
 from analytics.selectors import active_exclusions, excluded_annotator_ids, study_flags
 from apps.annotations.selectors import current_annotations, revisions_of_study
@@ -226,7 +226,11 @@ def provenance(
     who excluded them, when, why, whether the file applies it, the rows left out and every flag
     behind it); ``open_flags`` (open flags of the annotators in the file and of whole questions:
     known, not acted on); ``quality`` (per question key, the latest figures with their 95 %
-    intervals and evidence, :func:`analytics.intervals.study_quality`). Annotators are named
+    intervals and evidence, :func:`analytics.intervals.study_quality`: every annotator's
+    round-1 answers, the excluded included); ``figures_on_rows`` (the same study figures
+    computed once on the round-1 answers the file ships, ``rows`` "curated" or "all", each
+    question's entry naming its annotators, answers and items:
+    :func:`analytics.intervals.rows_figures`). Annotators are named
     as in the file (pseudonyms if ``identity`` says so). The file is read once more to hash
     it: if annotations change between this and a download, the checksum tells the two apart.
     """
@@ -301,6 +305,10 @@ def provenance(
             if flag.status == Flag.Status.OPEN and flag.annotator_id not in left_out
         ],
         "quality": study_quality(study=study, name=name),
+        "figures_on_rows": {
+            "rows": "curated" if curated else "all",
+            "questions": rows_figures(study=study, left_out=left_out),
+        },
     }
 
 

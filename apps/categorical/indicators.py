@@ -32,7 +32,13 @@ from analytics.indicators import (
 from analytics.intervals import IntervalSet
 from analytics.metrics.aad import aad, aad_rmse_per_item
 from analytics.metrics.categorical import kappa_from_confusion
-from analytics.metrics.crowd import consensus_agreement, copier_pairs, mace, mace_trust
+from analytics.metrics.crowd import (
+    consensus_agreement,
+    copier_pairs,
+    mace,
+    mace_trust,
+    spammer_posterior,
+)
 from analytics.metrics.dawid_skene import dawid_skene
 from analytics.metrics.intervals import indicator_intervals_categorical
 from analytics.metrics.krippendorff import alpha_from_coincidences
@@ -126,11 +132,7 @@ MACE_TRUST = Indicator(
     "mace_trust",
     "Trust (MACE)",
     direction="higher",
-    rule=FlagRule(
-        "trust (MACE)",
-        reaches=0.0,
-        reaches_meaning="the answers fit random answering as well as knowing the label",
-    ),
+    # flagged by crowd_figures on the spammer Bayes factor, not on the interval: see there
     interval="mace_trust",
     live=False,
     explanation=(
@@ -149,6 +151,10 @@ CONSENSUS = Indicator(
         "gave."
     ),
 )
+#: Bayes factor of random answering against answering like the others beyond which
+#: :func:`crowd_figures` flags an annotator (Kass & Raftery 1995: 3-20 is "positive
+#: evidence"; 1-3 "not worth more than a bare mention").
+SPAM_EVIDENCE = 3.0
 #: The flag key of a pair of annotators with near-identical answers (:func:`crowd_figures`).
 COPYING = "copying"
 INDICATORS = (
@@ -381,7 +387,11 @@ def derive_competence(
 
 
 def crowd_figures(
-    ratings: NDArray[np.float64], annotators: Sequence[int], names: Mapping[int, str]
+    ratings: NDArray[np.float64],
+    annotators: Sequence[int],
+    names: Mapping[int, str],
+    *,
+    min_items: int = 20,
 ) -> tuple[dict[str, Interval], dict[str, dict[int, str]], list[dict[str, Any]]]:
     """The crowd models of a round-1 ratings matrix (rows: ``annotators``), for sparse designs.
 
@@ -396,14 +406,29 @@ def crowd_figures(
         ``{"mace_trust": {user id: "agrees with the other annotators' consensus on 9 of 30
         items (chance 8)"}}``: what the trust flag compared, in words.
     pairs : list of dict
-        One finding per pair of :func:`~analytics.metrics.crowd.copier_pairs`, flagging both
-        annotators under :data:`COPYING` with a reason that names the other (``names``).
+        One finding per annotator whose answers fit random answering better than answering
+        like the others, with a Bayes factor above :data:`SPAM_EVIDENCE` on at least
+        ``min_items`` compared items (:func:`~analytics.metrics.crowd.spammer_posterior`),
+        under :data:`MACE_TRUST`'s key; one per pair of
+        :func:`~analytics.metrics.crowd.copier_pairs`, flagging both annotators under
+        :data:`COPYING` with a reason that names the other (``names``).
+
+    Notes
+    -----
+    Why not "the trust interval reaches 0": that flags whoever cannot be told from random,
+    and in a sparse crowd 20 answers of a 60 %-accurate annotator often cannot (4.7 % of
+    good annotators flagged at accuracy 0.6-0.9); the Bayes factor weighs random answering
+    against the team's trust on the same answers (1.3 % at the same 90 % catch of the random
+    annotator, ``benchmarks/crowd_flags.py``). Holm or Benjamini-Hochberg over the
+    annotators would not help: the interval rule flags when a test does *not* reject
+    (randomness), so a multiplicity correction, which makes rejections rarer, flags more.
     """
     if np.isnan(ratings).all():
         return {}, {}, []
     fit = mace(ratings)
     trust = mace_trust(ratings, fit=fit)
     agreement = consensus_agreement(ratings, fit=fit)
+    spam = spammer_posterior(ratings, fit=fit)
     intervals = {
         MACE_TRUST.key: Interval(trust.estimate, trust.low, trust.high, trust.n),
         CONSENSUS.key: Interval(agreement.rate, agreement.low, agreement.high, agreement.n),
@@ -419,6 +444,28 @@ def crowd_figures(
         }
     }
     pairs = []
+    flagged = (spam.bayes_factor > SPAM_EVIDENCE) & (spam.n >= min_items)
+    for k in np.flatnonzero(flagged).tolist():
+        pairs.append(
+            {
+                "annotators": [int(annotators[k])],
+                "indicator": MACE_TRUST.key,
+                "reason": (
+                    f"{notes[MACE_TRUST.key][int(annotators[k])]}; its answers fit random "
+                    f"answering {spam.bayes_factor[k]:.1f} times better than answering like "
+                    f"the other annotators (MACE trust {trust.estimate[k]:.2f}; Bayes factor "
+                    f"above {SPAM_EVIDENCE:g}, probability of random answering "
+                    f"{spam.probability[k]:.2f} at even odds); {spam.n[k]} items"
+                ),
+                "figures": {
+                    "value": round(float(trust.estimate[k]), 4),
+                    "bayes_factor": round(float(spam.bayes_factor[k]), 2),
+                    "probability": round(float(spam.probability[k]), 4),
+                    "evidence": int(spam.n[k]),
+                    "unit": "items",
+                },
+            }
+        )
     for pair in copier_pairs(ratings):
         ids = [int(annotators[pair.first]), int(annotators[pair.second])]
         for me, other in (ids, ids[::-1]):
@@ -454,12 +501,14 @@ def ratings_intervals(
     min_overlap: int,
     seed: int,
     names: Mapping[int, str],
+    min_items: int = 20,
 ) -> IntervalSet:
     """The intervals (and crowd findings) that need only the round-1 ratings ``matrix``
     (value codes; rows ``annotators``): kappa with others, AAD, alpha, Fleiss' kappa
     (:func:`indicator_intervals_categorical`; ordered scales on scale positions), Dawid-Skene
     competence (item bootstrap, :data:`DS_BOOTSTRAP` warm-started refits), label skew and
-    :func:`crowd_figures`. The kind adds what needs the stored state (test-retest, seconds).
+    :func:`crowd_figures` (its flags need ``min_items`` compared items). The kind adds what
+    needs the stored state (test-retest, seconds).
     """
     codes = np.arange(len(scale.keys))
     # ordered: the codes become scale positions (ranks), as the estimators expect
@@ -482,7 +531,7 @@ def ratings_intervals(
     found[SKEW.key] = label_skew_bootstrap(matrix, n_values=len(scale.keys), seed=seed)._replace(
         replicates=None
     )
-    crowd, notes, pairs = crowd_figures(matrix, annotators, names)
+    crowd, notes, pairs = crowd_figures(matrix, annotators, names, min_items=min_items)
     found.update(crowd)
     study: dict[str, Interval] = {
         key: found.pop(key) for key in ("alpha", "fleiss_kappa") if key in found

@@ -190,6 +190,7 @@ class CategoricalKind(QuestionKind):
             min_overlap=config.min_overlap,
             seed=question.pk,
             names=dict(users.values_list("pk", "username")),
+            min_items=config.evidence_needed("items"),
         )
         stats = figures.stored_stats(state)
         per_annotator = {

@@ -12,7 +12,7 @@ indicators declared below.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, TypedDict
 
 import numpy as np
@@ -39,7 +39,7 @@ from analytics.models import QualityState
 from analytics.pipeline import annotator_index, publish_after_commit, state_for_update
 from analytics.sufficient_stats import CONTINUOUS_COLUMNS, ContinuousStats
 from apps.annotations.models import Annotation
-from apps.continuous.config import trace_settings
+from apps.continuous.config import TraceSettings, trace_settings
 from apps.continuous.models import TraceRecording
 from apps.continuous.selectors import (
     MAX_LAG_S,
@@ -362,29 +362,27 @@ def _mean_over_gold_traces(
     )
 
 
-def trace_intervals(question: Question) -> IntervalSet | None:
-    """95 % intervals of kappa_SDA with others (raw and lag-corrected), of kappa_SDA against
-    the truth and of the study ICC, from every current round-1 trace at the analysis rate
-    (:func:`~analytics.metrics.intervals.indicator_intervals_traces`: HAC intervals over the
-    serially correlated steps; the annotators' dead band is the question's SDA tolerance, the
-    truth's ``TRUTH_TOL``), their ``n`` in traces and gold items. Lag and trend F1 (means
-    over gold traces): a percentile bootstrap over the annotator's gold traces
-    (:func:`_mean_over_gold_traces`), no bounds from a single gold trace. Study: the ICC and
-    the pooled kappa_SDA (every pair's raw sign tables summed, as :func:`derive_continuous`
-    pools them) with the HAC interval of the same steps, ``n`` in samples (time steps where
-    two or more annotators traced) with the independent samples they are worth. The
-    lag-corrected kappa with others (:data:`KAPPA_SDA_ALIGNED`) has no live value: its
-    interval's estimate is its value. ``None`` before the first trace."""
-    state = QualityState.objects.filter(question=question).first()
-    if state is None or not state.annotator_ids:
-        return None
+def _interval_inputs(
+    question: Question, annotator_ids: Sequence[int]
+) -> (
+    tuple[
+        list[NDArray[np.float64]],
+        list[NDArray[np.float64] | None],
+        list[tuple[NDArray[np.intp], NDArray[np.float64]]],
+        TraceSettings,
+    ]
+    | None
+):
+    """Per item with traces, the ``(len(annotator_ids), n)`` matrix of the current round-1
+    traces of ``annotator_ids`` at the analysis rate (others left out), its truth, and each
+    gold trace's per-annotator figures; ``None`` without a trace."""
     rows = list(
         Annotation.objects.filter(
             question=question, round=1, current_revision__value__isnull=False
         ).values("item_id", "annotator_id", "current_revision__value")
     )
     found = _traces_by_uuid([r["current_revision__value"] for r in rows])
-    row_of = {a: k for k, a in enumerate(state.annotator_ids)}
+    row_of = {a: k for k, a in enumerate(annotator_ids)}
     by_item: dict[int, ItemTraces] = {}
     for r in rows:
         value = r["current_revision__value"]  # not null by the filter; typed Any | None
@@ -418,14 +416,68 @@ def trace_intervals(question: Question) -> IntervalSet | None:
             per_gold_trace.append((who, figures))
     if not items:
         return None
+    return items, truths, per_gold_trace, options
+
+
+def trace_study_figures(question: Question, *, left_out: Collection[int] = ()) -> dict[str, Any]:
+    """The study figures of :func:`trace_intervals` (ICC, pooled kappa_SDA, HAC intervals)
+    computed once on the current round-1 traces of the dashboard's annotators without
+    ``left_out``: for a card or an export that ships those rows. ``{"annotators": ...,
+    "traces": ..., "figures": {key: Interval}}``; no figure without two annotators' traces
+    of one item."""
+    state = QualityState.objects.filter(question=question).first()
+    annotator_ids = [a for a in (state.annotator_ids if state else []) if a not in left_out]
+    found = _interval_inputs(question, annotator_ids) if annotator_ids else None
+    traced = 0 if found is None else sum(int((~np.isnan(m[:, 0])).sum()) for m in found[0])
+    who = set()
+    if found is not None:
+        for matrix in found[0]:
+            who.update(np.flatnonzero(~np.isnan(matrix[:, 0])).tolist())
+    out: dict[str, Any] = {"annotators": len(who), "traces": traced, "figures": {}}
+    if found is None or not any((~np.isnan(m[:, 0])).sum() >= 2 for m in found[0]):
+        return out
+    items, truths, _, options = found
     intervals = indicator_intervals_traces(
         items,
-        rate_hz=rate,
+        rate_hz=options.analysis_rate_hz,
         truths=truths,
         max_lag=MAX_LAG_S,
         tol=options.sda_tolerance,
         truth_tol=TRUTH_TOL,
     )
+    out["figures"] = {figure.key: intervals[figure.key] for figure in (ICC, POOLED_KAPPA_SDA)}
+    return out
+
+
+def trace_intervals(question: Question) -> IntervalSet | None:
+    """95 % intervals of kappa_SDA with others (raw and lag-corrected), of kappa_SDA against
+    the truth and of the study ICC, from every current round-1 trace at the analysis rate
+    (:func:`~analytics.metrics.intervals.indicator_intervals_traces`: HAC intervals over the
+    serially correlated steps; the annotators' dead band is the question's SDA tolerance, the
+    truth's ``TRUTH_TOL``), their ``n`` in traces and gold items. Lag and trend F1 (means
+    over gold traces): a percentile bootstrap over the annotator's gold traces
+    (:func:`_mean_over_gold_traces`), no bounds from a single gold trace. Study: the ICC and
+    the pooled kappa_SDA (every pair's raw sign tables summed, as :func:`derive_continuous`
+    pools them) with the HAC interval of the same steps, ``n`` in samples (time steps where
+    two or more annotators traced) with the independent samples they are worth. The
+    lag-corrected kappa with others (:data:`KAPPA_SDA_ALIGNED`) has no live value: its
+    interval's estimate is its value. ``None`` before the first trace."""
+    state = QualityState.objects.filter(question=question).first()
+    if state is None or not state.annotator_ids:
+        return None
+    found = _interval_inputs(question, state.annotator_ids)
+    if found is None:
+        return None
+    items, truths, per_gold_trace, options = found
+    intervals = indicator_intervals_traces(
+        items,
+        rate_hz=options.analysis_rate_hz,
+        truths=truths,
+        max_lag=MAX_LAG_S,
+        tol=options.sda_tolerance,
+        truth_tol=TRUTH_TOL,
+    )
+    row_of = state.annotator_ids
     for spec, name in ((LAG, "lag"), (TREND_F1, "f1")):
         intervals[spec.key] = _mean_over_gold_traces(
             per_gold_trace, name, n_annotators=len(row_of), seed=question.pk

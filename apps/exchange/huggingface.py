@@ -37,10 +37,11 @@ import numpy as np
 from django.http import FileResponse
 from django.utils import timezone
 
-from analytics.metrics.uncertainty import alpha_bootstrap
+from analytics.metrics.intervals import item_bootstrap_seed, rows_agreement
 from analytics.selectors import excluded_annotator_ids
 from apps.annotations.exporting import annotation_export_rows, provenance
 from apps.continuous.exporting import TRACE_SCHEMA, trace_rows
+from apps.continuous.quality import trace_study_figures
 from apps.continuous.selectors import current_traces
 from apps.exchange.formats import Column, parquet_bytes
 from apps.exchange.identity import USERNAMES, annotator_names
@@ -113,6 +114,8 @@ class _Table:
     #: Round-1 (annotator, item, scale index) of the rows written (categorical questions),
     #: filled as the rows stream out: the card's figures are computed on exactly these.
     round_one: list[tuple[str, str, int]] = field(default_factory=list)
+    #: The question's id (its figures' bootstrap seed is the dashboard's).
+    question_id: int | None = None
 
     @property
     def path(self) -> str:
@@ -173,7 +176,7 @@ def dataset_zip(
             if table.summary:
                 if table.round_one:
                     table.summary["curated_figures"] = _figures_of_rows(
-                        table.round_one, ordered=table.summary["ordered"]
+                        table.round_one, ordered=table.summary["ordered"], seed=table.question_id
                     )
                 record["questions"].append(table.summary)
         for summary in record["questions"]:
@@ -250,10 +253,13 @@ def _question_table(
         features = hf_features(
             CATEGORICAL_SCHEMA, class_labels={"label": [label.key for label in labels]}
         )
-        return _Table(question.key, CATEGORICAL_SCHEMA, features, rows, summary, round_one)
+        return _Table(
+            question.key, CATEGORICAL_SCHEMA, features, rows, summary, round_one, question.pk
+        )
     if question.kind == Question.Kind.CONTINUOUS:
         recordings = current_traces(question=question).exclude(annotator_id__in=left_out)
         rows = _noting_annotators(trace_rows(recordings, name=name), summary)
+        summary["curated_traces"] = _trace_figures(question, left_out=left_out)
         return _Table(question.key, TRACE_SCHEMA, hf_features(TRACE_SCHEMA), rows, summary)
     rows = _noting_annotators(
         judgement_rows(question=question, name=name, left_out=left_out), summary
@@ -261,28 +267,53 @@ def _question_table(
     return _Table(question.key, JUDGEMENT_SCHEMA, hf_features(JUDGEMENT_SCHEMA), rows, summary)
 
 
-#: Bootstrap replicates of the card's own alpha interval (a few hundred ms at 50 x 2,000).
-CARD_BOOTSTRAP = 500
+#: Bootstrap replicates of the card's own alpha interval: the dashboard's
+#: (:func:`~analytics.metrics.intervals.indicator_intervals_categorical`'s default).
+CARD_BOOTSTRAP = 1000
 
 
-def _figures_of_rows(triples: Sequence[tuple[str, str, int]], *, ordered: bool) -> dict[str, Any]:
-    """Krippendorff's alpha (ordinal on an ordered scale) with its item-bootstrap interval,
-    computed once on the round-1 rows the file ships, and what they are: annotators, answers,
-    items with two or more answers."""
+def _figures_of_rows(
+    triples: Sequence[tuple[str, str, int]], *, ordered: bool, seed: int | None
+) -> dict[str, Any]:
+    """The dashboard's study figures (:func:`~analytics.metrics.intervals.rows_agreement`,
+    the function the dashboard calls, with its replicates and seed) computed once on the
+    round-1 rows the file ships, and what they are: annotators, answers, items with two or
+    more answers. Krippendorff's alpha (ordinal on an ordered scale); Fleiss' kappa on an
+    unordered scale, as the dashboard."""
     annotators = sorted({t[0] for t in triples})
     items = sorted({t[1] for t in triples})
     row, col = {a: k for k, a in enumerate(annotators)}, {i: k for k, i in enumerate(items)}
     ratings = np.full((len(annotators), len(items)), np.nan)
     for annotator, item, code in triples:
         ratings[row[annotator], col[item]] = code
-    level = "ordinal" if ordered else "nominal"
-    alpha = alpha_bootstrap(ratings, level=level, n_boot=CARD_BOOTSTRAP, seed=0)
+    found = rows_agreement(
+        ratings,
+        ordered=ordered,
+        n_boot=CARD_BOOTSTRAP,
+        seed=None if seed is None else item_bootstrap_seed(seed),
+    )
+    out = {
+        "annotators": found.annotators,
+        "answers": found.answers,
+        "level": found.level,
+        "alpha": [_rounded(x) for x in found.alpha[:3]],
+        "items": found.items,
+    }
+    if not ordered:
+        out["fleiss_kappa"] = [_rounded(x) for x in found.fleiss_kappa[:3]]
+    return out
+
+
+def _trace_figures(question: Question, *, left_out: set[int]) -> dict[str, Any]:
+    """The dashboard's trace study figures (:func:`apps.continuous.quality.trace_study_figures`,
+    the computation behind the dashboard's) on the round-1 traces of the annotators kept."""
+    found = trace_study_figures(question, left_out=left_out)
     return {
-        "annotators": len(annotators),
-        "answers": len(triples),
-        "level": level,
-        "alpha": [_rounded(alpha.estimate), _rounded(alpha.low), _rounded(alpha.high)],
-        "items": int(alpha.n),
+        "annotators": found["annotators"],
+        "traces": found["traces"],
+        "figures": {
+            key: [_rounded(x) for x in interval[:3]] for key, interval in found["figures"].items()
+        },
     }
 
 
@@ -388,7 +419,7 @@ def dataset_card(*, study: Study, record: Mapping[str, Any]) -> str:
         "",
     ]
     for summary in record["questions"]:
-        lines += _question_section(summary)
+        lines += _question_section(summary, curated=options["curated"])
     lines += _annotator_section(export, options)
     lines += [
         "## Files",
@@ -417,13 +448,33 @@ def dataset_card(*, study: Study, record: Mapping[str, Any]) -> str:
     return "\n".join(header + lines)
 
 
-def _question_section(summary: Mapping[str, Any]) -> list[str]:
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+#: Readable names of the trace study figures on the card.
+TRACE_FIGURE_NAMES = {"icc": "ICC", "pooled_kappa_sda": "pooled kappa_SDA"}
+
+
+def _interval_words(
+    figure: Sequence[float | None], method: str = "", *, missing: str = "too little overlap"
+) -> str:
+    estimate, low, high = figure
+    if estimate is None:
+        return missing
+    how = f"95 %, {method}" if method else "95 %"
+    bounds = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}] ({how})"
+    return f"{estimate:.3f}{bounds}"
+
+
+def _question_section(summary: Mapping[str, Any], *, curated: bool) -> list[str]:
     lines = [
         f"### `{summary['config']}` ({summary['kind']})",
         "",
         f"Prompt: {summary['prompt']}",
         "",
-        f"{summary.get('rows', 0)} rows from {len(summary['annotators'])} annotators.",
+        f"{_count(summary.get('rows', 0), 'row')} from "
+        f"{_count(len(summary['annotators']), 'annotator')}.",
         "",
     ]
     if summary["labels"]:
@@ -439,17 +490,33 @@ def _question_section(summary: Mapping[str, Any]) -> list[str]:
         ]
     own = summary.get("curated_figures")
     if own:
-        estimate, low, high = own["alpha"]
+        rows = "On the curated rows" if curated else "On the rows in these files"
+        shown = f"Krippendorff alpha ({own['level']}) " + _interval_words(
+            own["alpha"], "item bootstrap"
+        )
+        if "fleiss_kappa" in own:
+            shown += "; Fleiss kappa " + _interval_words(own["fleiss_kappa"], "Gwet")
+        lines += [
+            f"{rows} (round 1): {_count(own['annotators'], 'annotator')}, "
+            f"{_count(own['answers'], 'answer')}, {own['items']:,} items with two or more: "
+            f"{shown}.",
+            "",
+        ]
+    traced = summary.get("curated_traces")
+    if traced is not None:
+        rows = "On the curated rows" if curated else "On the rows in these files"
+        figures = traced["figures"]
         shown = (
-            "too little overlap"
-            if estimate is None
-            else f"{estimate:.3f}"
-            + ("" if low is None else f" [{low:.3f}, {high:.3f}] (95 %, item bootstrap)")
+            "; ".join(
+                f"{TRACE_FIGURE_NAMES.get(key, key)} {_interval_words(value, missing='undefined')}"
+                for key, value in figures.items()
+            )
+            if figures
+            else "no agreement figure (it needs two annotators' traces of one item)"
         )
         lines += [
-            f"On the rows in these files (round 1: {own['annotators']} annotators, "
-            f"{own['answers']:,} answers, {own['items']:,} items with two or more): "
-            f"Krippendorff alpha ({own['level']}) {shown}.",
+            f"{rows} (round 1): {_count(traced['annotators'], 'annotator')}, "
+            f"{_count(traced['traces'], 'trace')}: {shown}.",
             "",
         ]
     quality = summary.get("quality", {})

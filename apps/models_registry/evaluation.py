@@ -23,10 +23,14 @@ chooses the inputs the paper prescribes and packs the results as JSON:
   :data:`BOOTSTRAP_REPLICATES` replicates, seed :data:`SEED`), with the evidence: ``n_items``
   (items with a cell) and ``n_cells``. The traditional metrics carry theirs too: each
   annotator's accuracy a Wilson interval with ``n`` = the items compared
-  (:func:`~analytics.metrics.wilson_interval`); the mean accuracy and both Fleiss' kappas a
-  percentile interval from the same item bootstrap (same replicates and seed;
-  :func:`~analytics.metrics.mean_accuracy_bootstrap` draws the very items DIC's replicates
-  drew, :func:`~analytics.metrics.fleiss_kappa_bootstrap` the items with two or more labels).
+  (:func:`~analytics.metrics.wilson_interval`); the mean accuracy and the predictions'
+  Fleiss' kappa a percentile interval from the same item bootstrap (same replicates and
+  seed; :func:`~analytics.metrics.mean_accuracy_bootstrap` draws the very items DIC's
+  replicates drew, :func:`~analytics.metrics.fleiss_kappa_bootstrap` the items with two or
+  more labels). The annotators' Fleiss' kappa is the dashboard's computation
+  (:func:`~analytics.metrics.intervals.rows_agreement`: Gwet's linearisation interval) on
+  the answers compared with the run, named by ``fleiss_human_rows`` (annotators, answers,
+  items with two or more): on the same answers it is the dashboard's figure.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ from analytics.metrics import (
     sign_coincidence_matrix,
     wilson_interval,
 )
+from analytics.metrics.intervals import rows_agreement
 
 SEED = 0
 """Seed of the random reference rows and of the MDS maps: figures are reproducible."""
@@ -264,8 +269,10 @@ def evaluate_run(
         resampled items: for paired comparisons of runs) and ``interval`` (method,
         replicates, confidence); the traditional metrics' intervals ``accuracy_interval``
         (per annotator, Wilson) with ``accuracy_n`` (items compared), and
-        ``accuracy_mean_interval``, ``fleiss_pred_interval``, ``fleiss_human_interval``
-        (item bootstrap) with ``fleiss_n_items`` (items with two or more predictions);
+        ``accuracy_mean_interval``, ``fleiss_pred_interval`` (item bootstrap) with
+        ``fleiss_n_items`` (items with two or more predictions), ``fleiss_human_interval``
+        (the dashboard's, :func:`~analytics.metrics.intervals.rows_agreement`) with
+        ``fleiss_human_rows`` (annotators, answers, items with two or more);
         nan as ``None``.
     """
     both = ~np.isnan(human) & ~np.isnan(predicted)
@@ -282,10 +289,11 @@ def evaluate_run(
     accuracy_mean = mean_accuracy_bootstrap(
         human, predicted, n_boot=BOOTSTRAP_REPLICATES, confidence=CONFIDENCE, seed=SEED
     )
-    fleiss_pred, fleiss_human = (
-        fleiss_kappa_bootstrap(r, n_boot=BOOTSTRAP_REPLICATES, confidence=CONFIDENCE, seed=SEED)
-        for r in (predicted, human)
+    fleiss_pred = fleiss_kappa_bootstrap(
+        predicted, n_boot=BOOTSTRAP_REPLICATES, confidence=CONFIDENCE, seed=SEED
     )
+    # the annotators' figure is the dashboard's computation, on the answers compared here
+    humans = rows_agreement(human, confidence=CONFIDENCE, alpha=False)
     pearson_r = _pearson(human, predicted) if ordered else np.full(human.shape[0], np.nan)
     figures.update(
         measure="kappa",
@@ -299,8 +307,13 @@ def evaluate_run(
         pearson_mean=_json(_mean(pearson_r)),
         fleiss_pred=_json(fleiss_kappa(predicted)),
         fleiss_pred_interval=_bounds(fleiss_pred),
-        fleiss_human=_json(fleiss_kappa(human)),
-        fleiss_human_interval=_bounds(fleiss_human),
+        fleiss_human=_json(humans.fleiss_kappa.estimate),
+        fleiss_human_interval=_bounds(humans.fleiss_kappa),
+        fleiss_human_rows={
+            "annotators": humans.annotators,
+            "answers": humans.answers,
+            "items": humans.items,
+        },
         fleiss_n_items=int(fleiss_pred.n),
     )
     figures.update(

@@ -17,7 +17,12 @@ from analytics.publishing import quality_publish
 from analytics.sufficient_stats import ContinuousStats
 from apps.annotations.exporting import provenance
 from apps.annotations.models import Assignment
-from apps.continuous.quality import derive_question, quality_traces_process, trace_intervals
+from apps.continuous.quality import (
+    derive_question,
+    quality_traces_process,
+    trace_intervals,
+    trace_study_figures,
+)
 from apps.continuous.services import gold_signal_save, trace_finish
 from apps.items.models import Item
 from tests.apps.continuous.conftest import TraceStudy, make_trace_study
@@ -184,3 +189,27 @@ def test_heatmap_tooltips_state_the_steps_each_pair_traced_together(short_truth,
     page = html.decode()
     assert f"{names[0]} × {names[1]}: kappa" in page
     assert page.count("; 60 shared trace steps</title>") == 6  # the off-diagonal cells
+
+
+def test_trace_study_figures_on_the_kept_annotators_only(short_truth):
+    """Issue 23: the curated card showed the pooled kappa_SDA of every annotator beside files
+    without the excluded one. ``trace_study_figures`` computes the dashboard's study figures
+    once on the traces of the annotators kept: with none left out they are the dashboard's
+    (``trace_intervals``); without annotator 2 they differ, and one annotator left has
+    no figure at all."""
+    ts, _ = short_truth
+    state = QualityState.objects.get(question=ts.question)
+    everyone = trace_study_figures(ts.question)
+    dashboard = trace_intervals(ts.question)
+    assert dashboard is not None
+    assert (everyone["annotators"], everyone["traces"]) == (3, 6)
+    for key in ("icc", "pooled_kappa_sda"):
+        assert tuple(everyone["figures"][key])[:3] == tuple(dashboard.study[key])[:3]
+    left = state.annotator_ids[2]
+    kept = trace_study_figures(ts.question, left_out={left})
+    assert (kept["annotators"], kept["traces"]) == (2, 4)
+    assert kept["figures"]["pooled_kappa_sda"].estimate != pytest.approx(
+        everyone["figures"]["pooled_kappa_sda"].estimate
+    )
+    alone = trace_study_figures(ts.question, left_out=set(state.annotator_ids[1:]))
+    assert (alone["annotators"], alone["figures"]) == (1, {})

@@ -143,10 +143,68 @@ def test_card_computes_its_figures_on_the_rows_it_ships(answered, tmp_path):
     assert own["alpha"][0] == pytest.approx(1.0)  # annotators 0 and 1 agree on every item
     assert own["level"] == "ordinal"
     assert (
-        "On the rows in these files (round 1: 2 annotators, 12 answers, 6 items with two or "
-        "more): Krippendorff alpha (ordinal) 1.000" in card
+        "On the curated rows (round 1): 2 annotators, 12 answers, 6 items with two or "
+        "more: Krippendorff alpha (ordinal) 1.000" in card
     )
     assert "they count the annotators left out too" in card
+    # the export's provenance computes the same figure on the same rows, and names them
+    rows = record["export"]["figures_on_rows"]
+    assert rows["rows"] == "curated"
+    same = rows["questions"][question.key]
+    assert (same["annotators"], same["answers"], same["items"]) == (2, 12, 6)
+    assert same["alpha"][0] == pytest.approx(own["alpha"][0], abs=1e-9)
+    _, everything = export(study, tmp_path / "all", curated=False)
+    every = everything["export"]["figures_on_rows"]
+    assert every["rows"] == "all"
+    assert every["questions"][question.key]["annotators"] == 3
+    assert every["questions"][question.key]["alpha"][0] < 0.9  # the random annotator counts
+
+
+def test_card_figure_on_all_rows_is_the_dashboards_computation(answered, tmp_path, settings):
+    """Issue 23: the card, the dashboard and the model page computed alpha and Fleiss' kappa
+    separately. The card now calls the dashboard's function (``rows_agreement``, same
+    replicates and seed): on the same rows (nothing excluded) it gives the dashboard's
+    figure."""
+    settings.QUALITY_INTERVAL_SECONDS = 120
+    study, _ = answered
+    question = study.questions.get()
+    quality_process_pending(question_id=question.pk)
+    snapshot = quality_publish(question_id=question.pk)
+    dashboard = quality_record(snapshot, question_kind(question.kind))["study"]["alpha"]
+    _, record = export(study, tmp_path, curated=False)
+    own = record["questions"][0]["curated_figures"]
+    assert own["alpha"][0] == pytest.approx(dashboard["value"], abs=1e-3)
+    assert (own["annotators"], own["answers"], own["items"]) == (3, 18, 6)
+
+
+def test_trace_card_computes_its_figure_on_the_traces_it_ships(tmp_path):
+    """Issue 23: a curated trace section read "4 rows from 1 annotators" beside a pooled
+    kappa_SDA that counted the excluded annotator; it now states the figure of the traces
+    it ships (none from one annotator), and names them."""
+    ts = make_trace_study()
+    for annotator in ts.annotators:
+        record_through_api(ts, annotator)
+    from apps.continuous.quality import quality_traces_process
+
+    quality_traces_process(question_id=ts.question.pk)
+    folder, record = export(ts.study, tmp_path / "all", curated=False)
+    both = record["questions"][0]["curated_traces"]
+    assert (both["annotators"], both["traces"]) == (2, 2)
+    assert set(both["figures"]) == {"icc", "pooled_kappa_sda"}
+    card = (folder / "README.md").read_text()
+    # both traces are constant (0.25): no step changes sign, kappa_SDA is undefined
+    assert "On the rows in these files (round 1): 2 annotators, 2 traces: ICC" in card
+    assert "pooled kappa_SDA undefined." in card
+    annotator_exclude(
+        study=ts.study, annotator=ts.annotators[1], by=ts.study.created_by, reason="flat"
+    )
+    folder, record = export(ts.study, tmp_path / "curated")
+    card = (folder / "README.md").read_text()
+    assert "1 row from 1 annotator." in card
+    assert (
+        "On the curated rows (round 1): 1 annotator, 1 trace: no agreement figure (it needs "
+        "two annotators' traces of one item)." in card
+    )
 
 
 def test_traces_are_a_sequence_of_floats(tmp_path):

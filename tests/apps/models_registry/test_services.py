@@ -266,6 +266,47 @@ def test_accuracy_and_fleiss_carry_intervals_with_their_evidence(sim, register):
     assert low < figures["fleiss_human"] < high
 
 
+def test_fleiss_kappa_of_annotators_is_the_dashboards_on_the_answers_compared(sim, register):
+    """Issue 23: the model page's "Fleiss kappa of annotators" was a computation of its own
+    (an item bootstrap) beside the dashboard's (Gwet's linearisation) for the same answers.
+    It is now the dashboard's function on the answers the run was compared on, and names
+    them; on every answer it equals the dashboard's figure, and statsmodels' Fleiss kappa."""
+    from statsmodels.stats.inter_rater import aggregate_raters
+    from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
+
+    from analytics.metrics.intervals import fleiss_kappa_interval, indicator_intervals_categorical
+
+    figures = _figures(register("every cell", _noisy(sim, 0.3)))
+    human = sim.ratings.astype(float)
+    dashboard = indicator_intervals_categorical(human, n_boot=10, seed=0)["fleiss_kappa"]
+    assert figures["fleiss_human"] == pytest.approx(dashboard.estimate, abs=1e-6)
+    assert figures["fleiss_human_interval"] == pytest.approx(
+        [dashboard.low, dashboard.high], abs=1e-6
+    )
+    table, _ = aggregate_raters(sim.ratings.T)
+    assert figures["fleiss_human"] == pytest.approx(sm_fleiss(table, method="fleiss"), abs=1e-6)
+    m, n = sim.ratings.shape
+    assert figures["fleiss_human_rows"] == {"annotators": m, "answers": m * n, "items": n}
+    codes = _noisy(sim, 0.3)
+    rows = prediction_rows(sim, codes)
+    skipped = {(sim.usernames[0], item) for item in sim.items[:40]}
+    rows = [row for row in rows if (row["annotator"], row["item"]) not in skipped]
+    run = register_and_evaluate(
+        study=sim.study,
+        question=sim.question,
+        name="fewer",
+        version="1",
+        created_by=sim.study.created_by,
+        predictions=Upload(jsonl(rows), "jsonl"),
+    )
+    fewer = _figures(run)
+    compared = human.copy()
+    compared[0, :40] = np.nan
+    expected = fleiss_kappa_interval(compared)
+    assert fewer["fleiss_human"] == pytest.approx(expected.estimate, abs=1e-6)
+    assert fewer["fleiss_human_rows"]["answers"] == m * n - 40
+
+
 def test_a_run_on_a_one_annotator_study_is_evaluated_without_pairs():
     """No pair of annotators: DIC has nothing to compare, yet the evaluation completes (the
     bootstrap reshaped an empty array of pairs: ValueError in the background worker)."""

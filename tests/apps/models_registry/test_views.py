@@ -415,6 +415,11 @@ def test_accuracy_and_fleiss_are_shown_with_their_intervals(client, sim, registe
     assert f'id="figure-fleiss-pred">{fleiss}</dd>' in detail
     human = shown(figures["fleiss_human"], figures["fleiss_human_interval"])
     assert f'id="figure-fleiss-human">{human}</dd>' in detail
+    rows = figures["fleiss_human_rows"]
+    assert (
+        f'id="figure-fleiss-human-rows">on the answers compared: {rows["annotators"]} '
+        f"annotators, {rows['answers']} answers</small>" in detail
+    )
     first = shown(figures["accuracy"][0], figures["accuracy_interval"][0])
     assert f'<td class="num">{first}</td><td class="num">{figures["accuracy_n"][0]}</td>' in detail
     compare = client.get(
