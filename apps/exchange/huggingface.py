@@ -45,7 +45,13 @@ from apps.continuous.quality import trace_study_figures
 from apps.continuous.selectors import current_traces
 from apps.exchange.formats import Column, parquet_bytes
 from apps.exchange.identity import USERNAMES, annotator_names
-from apps.preferences.exporting import JUDGEMENT_SCHEMA, judgement_rows
+from apps.preferences.exporting import (
+    JUDGEMENT_SCHEMA,
+    PREFERENCE_SCHEMA,
+    judgement_rows,
+    preference_rows,
+)
+from apps.preferences.selectors import curated_scores
 from apps.studies.models import Question, Study
 
 SCHEMA = "annotation-studio/hf-dataset/1"
@@ -170,6 +176,12 @@ def dataset_zip(
         _question_table(question, curated=curated, identity=identity, name=name, left_out=left_out)
         for question in study.questions.order_by("position", "id").prefetch_related("labels")
     ]
+    tables += [
+        _preference_table(question, curated=curated, name=name)
+        for question in study.questions.filter(kind=Question.Kind.PAIRWISE).order_by(
+            "position", "id"
+        )
+    ]
     with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_STORED) as archive:
         for table in tables:
             record["files"][table.path] = _write(archive, table)
@@ -265,6 +277,20 @@ def _question_table(
         judgement_rows(question=question, name=name, left_out=left_out), summary
     )
     return _Table(question.key, JUDGEMENT_SCHEMA, hf_features(JUDGEMENT_SCHEMA), rows, summary)
+
+
+#: The config of a pairwise question's preference pairs: ``<question key>-preferences``.
+PREFERENCES_SUFFIX = "-preferences"
+
+
+def _preference_table(question: Question, *, curated: bool, name: Callable[[str], str]) -> _Table:
+    """A pairwise question's judgements as preference pairs for training (``prompt``,
+    ``chosen``, ``rejected``: the columns DPO-style trainers read), ties left out, fitted and
+    filtered like the curated answers (:func:`~apps.preferences.exporting.preference_rows`)."""
+    left_out, scores = curated_scores(question=question, curated=curated)
+    rows = preference_rows(question=question, scores=scores, name=name, left_out=left_out)
+    config = f"{question.key}{PREFERENCES_SUFFIX}"
+    return _Table(config, PREFERENCE_SCHEMA, hf_features(PREFERENCE_SCHEMA), rows)
 
 
 #: Bootstrap replicates of the card's own alpha interval: the dashboard's
@@ -385,6 +411,11 @@ def dataset_card(*, study: Study, record: Mapping[str, Any]) -> str:
     export = record["export"]
     options = record["options"]
     configs = ["items"] + [summary["config"] for summary in record["questions"]]
+    configs += [
+        path.removeprefix("data/").removesuffix(".parquet")
+        for path in record["files"]
+        if path.endswith(f"{PREFERENCES_SUFFIX}.parquet")
+    ]
     header = [
         "---",
         f"license: {options['license']}",
@@ -420,6 +451,19 @@ def dataset_card(*, study: Study, record: Mapping[str, Any]) -> str:
     ]
     for summary in record["questions"]:
         lines += _question_section(summary, curated=options["curated"])
+    for config in configs:
+        if config.endswith(PREFERENCES_SUFFIX):
+            lines += [
+                f"### `{config}`: preference pairs for training",
+                "",
+                f"One row per judged pair of `{config.removesuffix(PREFERENCES_SUFFIX)}` "
+                "(ties and undone judgements left out): `prompt`, `chosen` and `rejected`, "
+                "the columns DPO-style trainers read (TRL's `DPOTrainer`), with the "
+                "annotator's weight in the pooled Bradley-Terry fit and the fit's margin "
+                "(`bt_margin`, log strength of chosen minus rejected), fitted on these rows' "
+                "annotators.",
+                "",
+            ]
     lines += _annotator_section(export, options)
     lines += [
         "## Files",

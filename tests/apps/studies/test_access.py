@@ -100,6 +100,9 @@ PAGES: dict[str, Page] = {
     "preferences:judgements_file": Page(
         MANAGERS, _with(question_key=lambda s: "pair", fmt=lambda s: "jsonl")
     ),
+    "preferences:preferences_file": Page(
+        MANAGERS, _with(question_key=lambda s: "pair", fmt=lambda s: "parquet")
+    ),
     "continuous:traces": Page(MANAGERS, _with(question_key=lambda s: "trace")),
     "continuous:record_next": Page(ANNOTATORS, _with(question_key=lambda s: "trace")),
     "continuous:record": Page(
