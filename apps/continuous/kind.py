@@ -27,6 +27,7 @@ from apps.recruitment.indicators import (
 )
 from apps.studies.kinds import QuestionKind
 from apps.studies.models import Label, Question
+from apps.studies.selectors import question_items
 from core.types import Account
 
 
@@ -121,7 +122,7 @@ class ContinuousKind(QuestionKind):
         """The traces card: one item's traces overlaid with its gold truth (``?item=<id>``
         when it names an item of the study, else the first gold item, else the first item)."""
         item_id = query.get("item")
-        items = list(question.study.items.order_by("position", "id"))
+        items = list(question_items(question))
         chosen = next((i for i in items if str(i.pk) == item_id), None) or next(
             (i for i in items if (i.metadata or {}).get("signal")), items[0] if items else None
         )

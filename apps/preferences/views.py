@@ -32,6 +32,7 @@ from apps.preferences.services import judgement_record, judgement_retract, pair_
 from apps.recruitment.sessions import participant_elsewhere
 from apps.studies.access import annotated_study, managed_study
 from apps.studies.models import Question, Study
+from apps.studies.selectors import instructions_for
 from core.markdown import render_markdown
 
 
@@ -117,7 +118,7 @@ def _compare_page(
     context = {
         "study": study,
         "question": question,
-        "instructions": render_markdown(study.instructions),
+        "instructions": render_markdown(instructions_for(study=study, questions=[question])),
         "state": state,
         "problem": problem,
         "item_a": items.get(pair[0]) if pair else None,
