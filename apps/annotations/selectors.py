@@ -127,8 +127,8 @@ def queue_answers_shown(
     goes a step further back. ``earlier`` is :func:`answer_shown` of ``shown``, the unfinished
     item on the page: the labels an undo retracted from it (``None`` if never answered).
     """
-    latest = answered_latest_first(annotator=annotator, study=study, questions=questions)
-    latest = latest.values("pk")[:1]
+    answered = answered_latest_first(annotator=annotator, study=study, questions=questions)
+    latest = answered.values("pk")[:1]
     which = Q(annotation__item__assignments=Subquery(latest))
     if shown is not None:
         which |= Q(annotation__item__assignments=shown.pk)

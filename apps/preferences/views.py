@@ -68,6 +68,9 @@ def compare(request: HttpRequest, study_id: int, question_key: str) -> HttpRespo
                 idempotency_key=data["idempotency_key"],
                 time_spent_ms=data["time_spent_ms"],
             )
+        # a participant whose last ranking this finished goes on (to the end, or other work)
+        if not form.errors and (away := participant_elsewhere(request, study, here=here)):
+            return away
         if not form.errors and not request.htmx:
             return redirect("preferences:compare", study.pk, question.key)
         failed = form if form.errors else None

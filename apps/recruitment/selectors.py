@@ -79,6 +79,50 @@ def round_robin_shares(sizes: list[int], total: int) -> list[int]:
     return shares
 
 
+@dataclass(frozen=True)
+class PackagePart:
+    """One group of a package as the manager's page states it: how many of its items a
+    package takes, of how many regular items, and the questions asked about them."""
+
+    share: int
+    items: int
+    questions: list[Question]
+
+
+def package_plan(*, recruitment: Recruitment) -> list[PackagePart]:
+    """What a new package holds (:func:`package_groups`, :func:`round_robin_shares`, over all
+    the regular items, answered or not): the manager's page states it, so that a mixed study
+    shows that its participants trace and compare as well as label."""
+    study = recruitment.study
+    regular = (
+        Item.objects.filter(study=study)
+        .exclude(Exists(GoldAnswer.objects.filter(item=OuterRef("pk"))))
+        .order_by("position", "id")
+    )
+    groups = package_groups(regular, study=study)
+    shares = round_robin_shares([len(g) for g in groups], recruitment.items_per_participant)
+    questions = list(study.questions.order_by("position", "id"))
+    covered = {
+        q.pk: None
+        if not q.scope
+        else set(regular.filter(question_item_filter(q)).values_list("pk", flat=True))
+        for q in questions
+    }
+    return [
+        PackagePart(
+            share=share,
+            items=len(group),
+            questions=[q for q in questions if _asked_in(covered[q.pk], group)],
+        )
+        for group, share in zip(groups, shares, strict=True)
+    ]
+
+
+def _asked_in(covered: set[int] | None, group: list[int]) -> bool:
+    """Whether a question covering ``covered`` (``None``: every item) asks about ``group``."""
+    return covered is None or not covered.isdisjoint(group)
+
+
 def packages_left(*, recruitment: Recruitment, limit: int) -> int | None:
     """How many more work packages the study can hand out, counted up to ``limit``; ``None``:
     no end (no overlap set).

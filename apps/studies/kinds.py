@@ -166,7 +166,9 @@ class QuestionKind:
         """
         from apps.annotations.selectors import annotator_progress
 
-        return annotator_progress(annotator=annotator, study=question.study)
+        study = question.study  # its questions prefetched by the home page: no query then
+        queued = [q for q in study.questions.all() if q.kind in queue_kinds()]
+        return annotator_progress(annotator=annotator, study=study, questions=queued)
 
     # ----------------------------------------------------------------- quality statistics
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import reduce
+from operator import or_
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -100,8 +102,9 @@ def scope_filter(scope: Mapping[str, Any] | None, *, prefix: str = "") -> Q:
         # an expression, not "metadata__<key>": a key may be named like a lookup ("in")
         value = KeyTransform(key, f"{prefix}metadata")
         exact = value.get_lookup("exact")
-        wanted = [exact(value, Value(v, output_field=JSONField())) for v in values]
-        condition &= Q.create(wanted, connector=Q.OR)
+        assert exact is not None  # a key transform's KeyTransformExact
+        wanted = [Q(exact(value, Value(v, output_field=JSONField()))) for v in values]
+        condition &= reduce(or_, wanted)
     if items := scope.get("items"):
         condition &= Q(**{f"{prefix}external_id__in": items})
     return condition

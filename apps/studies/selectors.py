@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import reduce
+from operator import or_
 from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import Permission
@@ -123,7 +125,7 @@ def items_of_any(questions: Iterable[Question], *, prefix: str = "") -> Q:
         return Q(pk__in=[])
     if any(not condition for condition in conditions):
         return Q()
-    return Q.create(conditions, connector=Q.OR)
+    return reduce(or_, conditions)
 
 
 def question_covers(question: Question, item: Item) -> bool:
@@ -173,3 +175,16 @@ def instructions_for(*, study: Study, questions: Sequence[Question]) -> str:
     or the study's when none of them has any."""
     own = [question.instructions.strip() for question in questions if question.instructions]
     return "\n\n".join(own) if own else study.instructions
+
+
+def questions_covering(*, study: Study) -> list[Question]:
+    """The study's questions with their labels, each with ``coverage``
+    (:func:`question_coverage`) and ``scope_text`` (its scope in words) set, for the
+    overview's list of questions (one query per question)."""
+    from apps.studies.scope import scope_text
+
+    questions = list(study.questions.prefetch_related("labels"))
+    for question in questions:
+        question.coverage = question_coverage(question)  # type: ignore[attr-defined]
+        question.scope_text = scope_text(question.scope)  # type: ignore[attr-defined]
+    return questions

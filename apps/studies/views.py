@@ -22,7 +22,7 @@ from apps.studies.access import managed_study
 from apps.studies.forms import QuestionEditor, StudyForm, StudyStatusForm
 from apps.studies.kinds import kind_choices, question_kind, queue_kinds
 from apps.studies.models import Membership, Study
-from apps.studies.selectors import can_create_studies, studies_with_my_role
+from apps.studies.selectors import can_create_studies, questions_covering, studies_with_my_role
 from apps.studies.services import (
     question_create,
     question_update,
@@ -110,7 +110,7 @@ def study_overview(request: HttpRequest, study_id: int) -> HttpResponse:
         return render(request, "studies/overview.html#coverage", context)
     context |= {
         "instructions": render_markdown(study.instructions),
-        "questions": study.questions.prefetch_related("labels"),
+        "questions": questions_covering(study=study),
         "progress": study_progress(study=study),
         "status_message": STATUS_MESSAGES[study.status],
         "has_answers": study_has_answers(study=study),

@@ -140,7 +140,7 @@ def opened(mixed) -> tuple[Study, list]:
 
 def test_a_scope_that_leaves_out_answered_items_is_refused():
     mixed = mixed_study(scoped=False)
-    study, (annotator, _) = opened(mixed)
+    _study, (annotator, _) = opened(mixed)
     calibration = Assignment.objects.get(annotator=annotator, item=mixed.calibration[0])
     annotations_submit(
         annotator=annotator,
@@ -158,7 +158,7 @@ def test_a_scope_that_leaves_out_answered_items_is_refused():
 def test_widening_a_scope_in_a_running_study_gives_the_new_items_out():
     mixed = mixed_study()
     question_update(question=mixed.trace, scope={"metadata": {"group": "clip"}})
-    study, (annotator, _) = opened(mixed)
+    _study, (annotator, _) = opened(mixed)
     assert Assignment.objects.filter(annotator=annotator).count() == 7  # no calibration
     question_update(question=mixed.trace, scope={"kinds": ["audio", "text"]})
     assert Assignment.objects.filter(annotator=annotator).count() == 9
@@ -167,7 +167,7 @@ def test_widening_a_scope_in_a_running_study_gives_the_new_items_out():
 def test_an_item_no_question_applies_to_is_nobodys_work():
     mixed = mixed_study()
     question_update(question=mixed.trace, scope={"metadata": {"group": "clip"}})
-    study, (annotator, _) = opened(mixed)
+    _study, (annotator, _) = opened(mixed)
     given = set(
         Assignment.objects.filter(annotator=annotator).values_list("item__external_id", flat=True)
     )
@@ -305,3 +305,14 @@ def test_the_editor_shows_scope_errors_at_their_field(client, fields, message):
     assert response.status_code == 422
     assert message in response.content.decode()
     assert Question.objects.get(pk=mixed.likert.pk).scope == {}
+
+
+def test_the_overview_lists_how_many_items_each_question_asks_about(client):
+    mixed = mixed_study()
+    client.force_login(mixed.study.created_by)
+    page = client.get(reverse("studies:overview", args=[mixed.study.pk])).content.decode()
+    assert "Asks about 4 items (items tagged group = sentence): 4 text." in page
+    assert (
+        "Asks about 5 items (items tagged group = clip or calibration): 3 audio, 2 calibration."
+        in page
+    )

@@ -187,7 +187,8 @@ def test_pairs_are_only_ever_between_sentences():
     mixed = mixed_study()
     (user,) = opened(mixed)
     pairs = judge_all(mixed, user)
-    assert pairs and all({a, b} <= SENTENCES for a, b in pairs)
+    assert pairs
+    assert all({a, b} <= SENTENCES for a, b in pairs)
     names = set(Judgement.objects.values_list("item_a__external_id", flat=True))
     names |= set(Judgement.objects.values_list("item_b__external_id", flat=True))
     assert names <= SENTENCES
@@ -252,7 +253,8 @@ def test_a_mixed_package_holds_every_kind_of_work_and_walks_through_it():
         .values_list("item__external_id", flat=True)
     )
     assert len(given) == 6
-    assert len(set(given) & SENTENCES) == 3 and len(set(given) & TRACED) == 3
+    assert len(set(given) & SENTENCES) == 3
+    assert len(set(given) & TRACED) == 3
     study = mixed.study
     assert participant_page(participant=participant) == reverse(
         "annotations:queue", args=[study.pk]
@@ -317,3 +319,12 @@ def test_the_participant_is_sent_through_the_pages(client):
     # the trace page sends a participant with labels left back to the queue
     url = reverse("continuous:record_next", args=[mixed.study.pk, mixed.trace.key])
     assert client.get(url)["Location"] == reverse("annotations:queue", args=[mixed.study.pk])
+
+
+def test_the_recruitment_page_says_what_a_mixed_package_holds(client):
+    mixed = mixed_study()
+    recruiting(mixed)
+    client.force_login(mixed.study.created_by)
+    page = client.get(reverse("recruitment:manage", args=[mixed.study.pk])).content.decode()
+    assert "3 of 4 items for <code>likert</code> (labelled), <code>better</code> (compared)" in page
+    assert "3 of 5 items for <code>arousal</code> (traced)" in page
