@@ -15,10 +15,16 @@ from apps.studies.models import Membership, Question, Study
 from apps.studies.selectors import items_of_any
 from core.types import Account
 
+QUEUE_QUESTIONS = "_queue_questions"
+"""Where a study object keeps its queue questions once read in a request (an answer's
+completion check reads them; the next item, in the same request, reuses them)."""
+
 
 def queue_questions_of(*, study: Study) -> list[Question]:
-    """The study's questions answered in the label queue, in order (one query)."""
-    return list(study.questions.filter(kind__in=queue_kinds()))
+    """The study's questions answered in the label queue, in order (one query, none when
+    this study object has them already)."""
+    known = getattr(study, QUEUE_QUESTIONS, None)
+    return list(study.questions.filter(kind__in=queue_kinds())) if known is None else known
 
 
 def queue_item_filter(

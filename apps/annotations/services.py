@@ -24,7 +24,11 @@ from analytics.selectors import excluded_annotator_ids
 from apps.adjudication.models import OverlapRule
 from apps.adjudication.selectors import flagged_annotator_ids, overlap_rule, rule_readings
 from apps.annotations.models import Annotation, Assignment, Revision
-from apps.annotations.selectors import answered_latest_first, assignments_to_answer
+from apps.annotations.selectors import (
+    QUEUE_QUESTIONS,
+    answered_latest_first,
+    assignments_to_answer,
+)
 from apps.annotations.values import clean_value
 from apps.recruitment.access import participant_check_answering
 from apps.studies.kinds import queue_kinds
@@ -351,10 +355,14 @@ def _assignment_refresh_completion(*, assignment: Assignment) -> None:
         round=assignment.round,
         current_revision__value__isnull=False,
     )
-    unanswered = Question.objects.filter(
-        study_id=assignment.study_id, kind__in=queue_kinds()
-    ).exclude(Exists(answered))
-    done = not covering_questions(list(unanswered), assignment.item)
+    queued = list(
+        Question.objects.filter(study_id=assignment.study_id, kind__in=queue_kinds()).annotate(
+            answered=Exists(answered)
+        )
+    )
+    setattr(assignment.study, QUEUE_QUESTIONS, queued)  # the next item's query reuses them
+    unanswered = [question for question in queued if not question.answered]  # type: ignore[attr-defined]
+    done = not covering_questions(unanswered, assignment.item)
     if done != (assignment.completed_at is not None):
         assignment.completed_at = timezone.now() if done else None
         assignment.save(update_fields=["completed_at"])

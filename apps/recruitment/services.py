@@ -40,6 +40,7 @@ from apps.recruitment.selectors import (
     round_robin_shares,
 )
 from apps.studies.models import Membership, Question, Study
+from apps.studies.selectors import question_items
 
 Status = Participant.Status
 RECRUITMENT_FIELDS = [
@@ -445,6 +446,10 @@ def gold_answer_set(
     """
     if question.study_id != item.study_id:
         raise ValidationError({"question": "The question belongs to another study."})
+    if question.scope and not question_items(question).filter(pk=item.pk).exists():
+        raise ValidationError(
+            {"question": f"{question.key!r} is not asked about this item (its scope)."}
+        )
     if use not in GoldAnswer.Use.values:
         raise ValidationError({"use": f"Use one of {', '.join(GoldAnswer.Use.values)}."})
     cleaned = gold_value_clean(item=item, question=question, value=value)

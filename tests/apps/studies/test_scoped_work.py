@@ -328,3 +328,23 @@ def test_the_recruitment_page_says_what_a_mixed_package_holds(client):
     page = client.get(reverse("recruitment:manage", args=[mixed.study.pk])).content.decode()
     assert "3 of 4 items for <code>likert</code> (labelled), <code>better</code> (compared)" in page
     assert "3 of 5 items for <code>arousal</code> (traced)" in page
+
+
+# ----------------------------------------------------------------- imports and gold answers
+
+
+def test_imported_answers_and_gold_outside_a_scope_are_refused():
+    from apps.annotations.importing import FinishedAnnotation, annotations_import_finished
+    from apps.recruitment.services import gold_answer_set
+
+    mixed = mixed_study()
+    (user,) = opened(mixed)
+    outside = FinishedAnnotation(item="clip0", annotator=user.username, question="likert",
+                                 value="neutral")  # fmt: skip
+    with pytest.raises(ValidationError, match="not asked about item 'clip0'"):
+        annotations_import_finished(study=mixed.study, records=[outside])
+    inside = outside._replace(item="s0")
+    assert annotations_import_finished(study=mixed.study, records=[inside]) == 1
+    assert Assignment.objects.get(annotator=user, item=mixed.sentences[0]).completed_at
+    with pytest.raises(ValidationError, match="not asked about this item"):
+        gold_answer_set(item=mixed.clips[0], question=mixed.likert, value={"label": "neutral"})
