@@ -105,7 +105,7 @@ def assignments_fill(*, study: Study, overlap_for: Mapping[int, int] | None = No
     for item_id, user_id in Assignment.objects.filter(study=study, round=1).values_list(
         "item_id", "annotator_id"
     ):
-        if user_id in index:
+        if user_id in index and item_id in existing:  # (an item a narrowed scope left out)
             existing[item_id].add(index[user_id])
     k = min(study.overlap or len(annotator_ids), len(annotator_ids))
     raised = overlap_for or {}
