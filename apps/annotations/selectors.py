@@ -12,7 +12,7 @@ from apps.annotations.models import Annotation, Assignment, Revision
 from apps.items.models import Item
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Membership, Question, Study
-from apps.studies.selectors import items_of_any
+from apps.studies.selectors import covering_questions, items_of_any
 from core.types import Account
 
 QUEUE_QUESTIONS = "_queue_questions"
@@ -78,12 +78,16 @@ def queue_entry(
     assignment: Assignment | None,
     questions: list[Question] | None = None,
 ) -> dict[str, Any] | None:
-    """``{"assignment": assignment, "progress": ...}``: an assignment to work on with the
-    annotator's progress (one query), or ``None`` for no assignment."""
+    """``{"assignment": assignment, "questions": keys, "progress": ...}``: an assignment to
+    work on, the keys of the queue questions to answer about its item (those whose scope
+    covers it) and the annotator's progress (one query), or ``None`` for no assignment."""
     if assignment is None:
         return None
+    if questions is None:
+        questions = queue_questions_of(study=study)
     progress = annotator_progress(annotator=annotator, study=study, questions=questions)
-    return {"assignment": assignment, "progress": progress}
+    asked = [question.key for question in covering_questions(questions, assignment.item)]
+    return {"assignment": assignment, "questions": asked, "progress": progress}
 
 
 def queue_next(*, annotator: Account, study: Study) -> dict[str, Any] | None:

@@ -348,3 +348,16 @@ def test_imported_answers_and_gold_outside_a_scope_are_refused():
     assert Assignment.objects.get(annotator=user, item=mixed.sentences[0]).completed_at
     with pytest.raises(ValidationError, match="not asked about this item"):
         gold_answer_set(item=mixed.clips[0], question=mixed.likert, value={"label": "neutral"})
+
+
+def test_the_apis_next_item_names_the_questions_to_answer(client):
+    from rest_framework.test import APIClient
+
+    mixed = mixed_study()
+    (user,) = opened(mixed)
+    api = APIClient()
+    api.force_authenticate(user)
+    entry = api.get(f"/api/studies/{mixed.study.pk}/next/").data
+    assert entry["item"]["text"] == "Sentence 0 is fine."
+    assert entry["questions"] == ["likert"]
+    assert entry["progress"]["total"] == 4
