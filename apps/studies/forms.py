@@ -15,7 +15,7 @@ from django.template.loader import render_to_string
 from apps.studies.kinds import QUALITY, QuestionKind, clean_question_settings, own_settings
 from apps.studies.models import RESERVED_SHORTCUTS, Label, Question, Study
 from apps.studies.scope import ITEM_KINDS, clean_scope, scope_text
-from apps.studies.selectors import CALIBRATION, label_answer_counts, question_coverage
+from apps.studies.selectors import coverage_mixed, label_answer_counts, question_coverage
 from core.forms import JSONTextField, ServiceFormMixin
 
 T = TypeVar("T")
@@ -294,14 +294,11 @@ class QuestionEditor:
         if self.question is None:
             return None
         counts = question_coverage(self.question)
-        kinds = {kind: n for kind, n in counts.items() if kind != "total"}
-        # green calibration screens go with the clips traced beside them; any other mix warns
-        media = set(kinds) - {CALIBRATION} if set(kinds) & {"audio", "video"} else set(kinds)
         return {
             "text": scope_text(self.question.scope),
             "total": counts["total"],
-            "kinds": kinds,
-            "mixed": len(media) > 1,
+            "kinds": {kind: n for kind, n in counts.items() if kind != "total"},
+            "mixed": coverage_mixed(counts),
         }
 
     def label_rows(self) -> list[tuple[LabelForm, int]]:

@@ -177,14 +177,26 @@ def instructions_for(*, study: Study, questions: Sequence[Question]) -> str:
     return "\n\n".join(own) if own else study.instructions
 
 
+def coverage_mixed(counts: dict[str, int]) -> bool:
+    """Whether a question's items (:func:`question_coverage`) are of several kinds, which is
+    rarely meant: green calibration screens beside audio or video clips are the one mix taken
+    as meant (a trace question calibrates on them)."""
+    kinds = {kind for kind, n in counts.items() if kind != "total" and n}
+    if kinds & {"audio", "video"}:
+        kinds -= {CALIBRATION}
+    return len(kinds) > 1
+
+
 def questions_covering(*, study: Study) -> list[Question]:
     """The study's questions with their labels, each with ``coverage``
-    (:func:`question_coverage`) and ``scope_text`` (its scope in words) set, for the
+    (:func:`question_coverage`), ``mixed`` (:func:`coverage_mixed`) and ``scope_text`` (its
+    scope in words) set, for the
     overview's list of questions (one query per question)."""
     from apps.studies.scope import scope_text
 
     questions = list(study.questions.prefetch_related("labels"))
     for question in questions:
         question.coverage = question_coverage(question)  # type: ignore[attr-defined]
+        question.mixed = coverage_mixed(question.coverage)  # type: ignore[attr-defined]
         question.scope_text = scope_text(question.scope)  # type: ignore[attr-defined]
     return questions

@@ -316,3 +316,8 @@ def test_the_overview_lists_how_many_items_each_question_asks_about(client):
         "Asks about 5 items (items tagged group = clip or calibration): 3 audio, 2 calibration."
         in page
     )
+    assert "data-scope-mixed" not in page
+    unscoped = mixed_study(scoped=False)
+    client.force_login(unscoped.study.created_by)
+    page = client.get(reverse("studies:overview", args=[unscoped.study.pk])).content.decode()
+    assert page.count("data-scope-mixed") == 3  # every question asks about every kind
