@@ -23,7 +23,7 @@ from apps.preferences.models import Judgement
 from apps.recruitment.models import Participant
 from apps.recruitment.services import item_gold_signal_set, recruitment_update
 from apps.studies.models import Question, Study
-from apps.studies.services import question_create, study_set_status
+from apps.studies.services import question_create, question_update, study_set_status
 from tests.factories import SENTIMENT_LABELS, StudyFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -155,3 +155,30 @@ def test_a_participant_gets_scoped_label_trace_and_pairwise_work(mixed, open_pag
     }
     participant.refresh_from_db()
     assert participant.status == Participant.Status.DONE
+
+
+def test_the_manager_sees_what_each_question_covers_and_what_a_package_holds(
+    mixed, open_page, sign_in, screenshot
+):
+    study, _ = mixed
+    likert = study.questions.get(key="likert")
+    question_update(question=likert, scope={})  # as before scoping: every item
+    page = open_page()
+    sign_in(page, study.created_by.username)
+    page.goto(f"/studies/{study.pk}/questions/{likert.pk}/edit/")
+    expect(page.locator("#scope-coverage")).to_contain_text(
+        "Applies to 5 items (every item): 2 text, 2 audio, 1 calibration."
+    )
+    expect(page.locator("#scope-mixed")).to_be_visible()
+    screenshot(page, "scoped-editor-mixed-warning")
+    page.get_by_label("Items tagged").fill("group = sentence")
+    page.get_by_role("button", name="Save question").click()
+    page.goto(f"/studies/{study.pk}/questions/{likert.pk}/edit/")
+    expect(page.locator("#scope-coverage")).to_contain_text("Applies to 2 items")
+    expect(page.locator("#scope-mixed")).to_have_count(0)
+    screenshot(page, "scoped-editor-scoped")
+    page.goto(f"/studies/{study.pk}/recruitment/")
+    plan = page.locator("#package-plan")
+    expect(plan).to_contain_text("for likert (labelled), better (compared)")
+    expect(plan).to_contain_text("for arousal (traced)")
+    screenshot(page, "scoped-recruitment-plan")
