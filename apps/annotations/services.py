@@ -361,7 +361,7 @@ def _assignment_refresh_completion(*, assignment: Assignment) -> None:
         )
     )
     setattr(assignment.study, QUEUE_QUESTIONS, queued)  # the next item's query reuses them
-    unanswered = [question for question in queued if not question.answered]  # type: ignore[attr-defined]
+    unanswered = [question for question in queued if not question.answered]
     done = not covering_questions(unanswered, assignment.item)
     if done != (assignment.completed_at is not None):
         assignment.completed_at = timezone.now() if done else None
