@@ -42,14 +42,18 @@ def mixed_study(
 ) -> Mixed:
     """The study in draft (items, questions, signals); the caller adds people and opens it."""
     study = StudyFactory(**study_fields)
+
+    def scoped_as(scope: dict[str, Any], instructions: str) -> dict[str, Any]:
+        # unscoped: the arguments of a study before scoping (the builder runs on that code)
+        return {"scope": scope, "instructions": instructions} if scoped else {}
+
     likert = question_create(
         study=study,
         key="likert",
         prompt="How positive is the sentence?",
         ordered=True,
         labels=SENTIMENT_LABELS,
-        scope=SENTENCES if scoped else {},
-        instructions="Pick the **sentiment** with a key." if scoped else "",
+        **scoped_as(SENTENCES, "Pick the **sentiment** with a key."),
     )
     trace = question_create(
         study=study,
@@ -57,16 +61,14 @@ def mixed_study(
         prompt="Trace the arousal",
         kind=Question.Kind.CONTINUOUS,
         settings={"allow_seek": True},
-        scope=TRACED if scoped else {},
-        instructions="Move the slider while the clip plays." if scoped else "",
+        **scoped_as(TRACED, "Move the slider while the clip plays."),
     )
     pairwise = question_create(
         study=study,
         key="better",
         prompt="Which sentence is more positive?",
         kind=Question.Kind.PAIRWISE,
-        scope=SENTENCES if scoped else {},
-        instructions="Choose the **more positive** sentence." if scoped else "",
+        **scoped_as(SENTENCES, "Choose the **more positive** sentence."),
     )
     rows: list[dict[str, Any]] = [
         {

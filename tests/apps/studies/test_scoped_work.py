@@ -361,3 +361,18 @@ def test_the_apis_next_item_names_the_questions_to_answer(client):
     assert entry["item"]["text"] == "Sentence 0 is fine."
     assert entry["questions"] == ["likert"]
     assert entry["progress"]["total"] == 4
+
+
+def test_an_unscoped_mixed_package_goes_on_to_the_traces_and_comparisons():
+    """Issue 24: a participant of a mixed study got the label queue alone, and the completion
+    code after it (no trace, no comparison): every kind of work is in the package now, even
+    without scopes."""
+    mixed = mixed_study(scoped=False)
+    recruitment = recruiting(mixed)
+    participant = working(recruitment, "P1")
+    label_all(mixed, participant.user)
+    assert participant_page(participant=participant) == reverse(
+        "continuous:record_next", args=[mixed.study.pk, mixed.trace.key]
+    )
+    with pytest.raises(ValidationError):
+        participant_finish(participant=participant)
