@@ -376,3 +376,71 @@ def test_an_unscoped_mixed_package_goes_on_to_the_traces_and_comparisons():
     )
     with pytest.raises(ValidationError):
         participant_finish(participant=participant)
+
+
+def test_an_item_is_done_when_every_question_covering_it_is_answered(client):
+    """Two label questions with different scopes: each item is asked the ones that cover it
+    (one, or both), and is done when those are answered."""
+    from apps.studies.services import question_create
+    from tests.factories import SENTIMENT_LABELS
+
+    mixed = mixed_study()
+    clarity = question_create(
+        study=mixed.study, key="clarity", prompt="Is it clear?", labels=SENTIMENT_LABELS,
+        scope={"items": ["s0", "cal0"]},
+    )  # fmt: skip
+    (user,) = opened(mixed)
+    assert annotator_progress(annotator=user, study=mixed.study)["total"] == 5  # 4 s + cal0
+    client.force_login(user)
+    page = client.get(reverse("annotations:queue", args=[mixed.study.pk])).content.decode()
+    assert "How positive is the sentence?" in page
+    assert "Is it clear?" in page
+    s0 = Assignment.objects.get(annotator=user, item=mixed.sentences[0])
+    annotations_submit(
+        annotator=user, assignment=s0, answers={mixed.likert: "neutral"},
+        idempotency_key=uuid.uuid4(),
+    )  # fmt: skip
+    s0.refresh_from_db()
+    assert s0.completed_at is None  # clarity still unanswered
+    annotations_submit(
+        annotator=user, assignment=s0, answers={clarity: "positive"},
+        idempotency_key=uuid.uuid4(),
+    )  # fmt: skip
+    s0.refresh_from_db()
+    assert s0.completed_at is not None
+    page = client.get(reverse("annotations:queue", args=[mixed.study.pk])).content.decode()
+    assert "How positive is the sentence?" in page
+    assert "Is it clear?" not in page
+    cal0 = Assignment.objects.get(annotator=user, item=mixed.calibration[0])
+    annotations_submit(
+        annotator=user, assignment=cal0, answers={clarity: "neutral"},
+        idempotency_key=uuid.uuid4(),
+    )  # fmt: skip
+    cal0.refresh_from_db()
+    assert cal0.completed_at is not None  # the Likert question does not ask about it
+
+
+def test_the_queue_form_takes_the_answers_of_the_covering_questions_only(client):
+    from apps.studies.services import question_create
+    from tests.factories import SENTIMENT_LABELS
+
+    mixed = mixed_study()
+    clarity = question_create(
+        study=mixed.study, key="clarity", prompt="Is it clear?", labels=SENTIMENT_LABELS,
+        scope={"items": ["cal0"]},
+    )  # fmt: skip
+    (user,) = opened(mixed)
+    client.force_login(user)
+    url = reverse("annotations:queue", args=[mixed.study.pk])
+
+    def shown() -> dict[str, str]:
+        initial = client.get(url).context["form"].initial
+        return {"idempotency_key": str(initial["idempotency_key"]), "ticket": initial["ticket"]}
+
+    # s0 is asked the Likert question alone: its answer completes it, "clarity" is not asked
+    response = client.post(url, {**shown(), f"q{mixed.likert.pk}": "neutral"})
+    assert response.status_code == 302
+    assert Assignment.objects.get(annotator=user, item=mixed.sentences[0]).completed_at
+    # an answer to a question that does not cover the item is not taken
+    client.post(url, {**shown(), f"q{mixed.likert.pk}": "neutral", f"q{clarity.pk}": "neutral"})
+    assert not clarity.annotations.exists()
