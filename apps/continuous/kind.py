@@ -17,7 +17,12 @@ from apps.continuous import quality
 from apps.continuous.config import clean_trace_settings, trace_settings
 from apps.continuous.exporting import trace_rows, trace_sample_rows
 from apps.continuous.forms import TraceSettingsForm
-from apps.continuous.selectors import item_overlay, item_traces, trace_progress
+from apps.continuous.selectors import (
+    item_overlay,
+    item_traces,
+    trace_progress,
+    untraceable_items,
+)
 from apps.continuous.values import clean_trace_pointer
 from apps.items.models import Item
 from apps.recruitment.indicators import (
@@ -74,6 +79,17 @@ class ContinuousKind(QuestionKind):
 
     def progress(self, *, question: Question, annotator: Account) -> dict[str, int]:
         return trace_progress(annotator=annotator, question=question)
+
+    def scope_problem(self, question: Question) -> str:
+        """Items of the scope the recorder cannot offer (text without a known signal): left
+        untraced, they keep a recruited package from ever completing."""
+        n = untraceable_items(question=question).count()
+        if not n:
+            return ""
+        return (
+            f"{n} of its items cannot be traced (no audio, video or known signal): the "
+            "recorder never shows them. Narrow the scope to the clips and calibration items."
+        )
 
     def clean_value(
         self, question: Question, value: Any, assignment: Assignment | None

@@ -472,6 +472,14 @@ def _traceable(prefix: str = "") -> Q:
     return Q(**{f"{prefix}kind__in": MEDIA_KINDS}) | Q(**{f"{prefix}metadata__has_key": "signal"})
 
 
+def untraceable_items(*, question: Question) -> QuerySet[Item]:
+    """The items the question's scope covers that cannot be traced (no audio, no video, no
+    known signal): the recorder never offers them."""
+    return Item.objects.filter(question_item_filter(question), study_id=question.study_id).exclude(
+        _traceable()
+    )
+
+
 def overlay_items(*, question: Question) -> list[Item]:
     """The choices of the traces page: the study's traceable items in queue order (a text
     item has no trace to overlay)."""

@@ -299,6 +299,7 @@ class QuestionEditor:
             "total": counts["total"],
             "kinds": {kind: n for kind, n in counts.items() if kind != "total"},
             "mixed": coverage_mixed(counts),
+            "problem": self.kind.scope_problem(self.question),
         }
 
     def label_rows(self) -> list[tuple[LabelForm, int]]:

@@ -192,11 +192,14 @@ def questions_covering(*, study: Study) -> list[Question]:
     (:func:`question_coverage`), ``mixed`` (:func:`coverage_mixed`) and ``scope_text`` (its
     scope in words) set, for the
     overview's list of questions (one query per question)."""
+    from apps.studies.kinds import question_kind
     from apps.studies.scope import scope_text
 
     questions = list(study.questions.prefetch_related("labels"))
     for question in questions:
         question.coverage = question_coverage(question)  # type: ignore[attr-defined]
         question.mixed = coverage_mixed(question.coverage)  # type: ignore[attr-defined]
+        problem = question_kind(question.kind).scope_problem(question)
+        question.scope_problem = problem  # type: ignore[attr-defined]
         question.scope_text = scope_text(question.scope)  # type: ignore[attr-defined]
     return questions

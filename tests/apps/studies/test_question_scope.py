@@ -321,3 +321,18 @@ def test_the_overview_lists_how_many_items_each_question_asks_about(client):
     client.force_login(unscoped.study.created_by)
     page = client.get(reverse("studies:overview", args=[unscoped.study.pk])).content.decode()
     assert page.count("data-scope-mixed") == 3  # every question asks about every kind
+
+
+def test_a_trace_question_covering_items_it_cannot_trace_is_pointed_out(client):
+    """Unscoped, the trace question of a mixed study covers 4 sentences the recorder never
+    offers: a recruited package holding one only traced would never complete."""
+    mixed = mixed_study(scoped=False)
+    client.force_login(mixed.study.created_by)
+    url = reverse("studies:question_edit", args=[mixed.study.pk, mixed.trace.pk])
+    assert "4 of its items cannot be traced" in client.get(url).content.decode()
+    overview = client.get(reverse("studies:overview", args=[mixed.study.pk])).content.decode()
+    assert overview.count("data-scope-problem") == 1
+    scoped = mixed_study()
+    client.force_login(scoped.study.created_by)
+    url = reverse("studies:question_edit", args=[scoped.study.pk, scoped.trace.pk])
+    assert 'id="scope-problem"' not in client.get(url).content.decode()
