@@ -336,3 +336,20 @@ def test_a_trace_question_covering_items_it_cannot_trace_is_pointed_out(client):
     client.force_login(scoped.study.created_by)
     url = reverse("studies:question_edit", args=[scoped.study.pk, scoped.trace.pk])
     assert 'id="scope-problem"' not in client.get(url).content.decode()
+
+
+def test_a_pairwise_scope_that_leaves_out_judged_items_is_refused():
+    from apps.preferences.services import judgement_record, pair_next
+
+    mixed = mixed_study(scoped=False)
+    _study, (annotator, _) = opened(mixed)
+    a, b = pair_next(question=mixed.pairwise, annotator=annotator).pending
+    judgement_record(question=mixed.pairwise, annotator=annotator, item_a=a, item_b=b,
+                     outcome=1, idempotency_key=uuid.uuid4())  # fmt: skip
+    judged = set(Item.objects.filter(pk__in=[a, b]).values_list("external_id", flat=True))
+    leave_out = [i.external_id for i in mixed.study.items.exclude(external_id__in=judged)][:1]
+    keep = [i for i in mixed.study.items.values_list("external_id", flat=True) if i not in judged]
+    with pytest.raises(ValidationError) as caught:
+        question_update(question=mixed.pairwise, scope={"items": keep})
+    assert sorted(judged)[0] in caught.value.message_dict["scope"][0]
+    question_update(question=mixed.pairwise, scope={"items": sorted(judged) + leave_out})
