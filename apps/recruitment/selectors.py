@@ -33,8 +33,6 @@ def package_pools(*, study: Study) -> list[Q]:
     ``Item``): the items of the label queue (those a queue question applies to), then each
     trace and pairwise question's items (its scope). A study whose questions have no scope
     has one pool of every item, drawn as before scoping existed."""
-    from apps.studies.kinds import queue_kinds
-
     questions = list(study.questions.order_by("position", "id"))
     queued = [q for q in questions if q.kind in queue_kinds()]
     pools = [items_of_any(queued)] if queued else []
