@@ -38,6 +38,7 @@ from apps.exchange import formats
 from apps.exchange.formats import CONTENT_TYPES, ROWS_PER_CHUNK, Column
 from apps.exchange.identity import USERNAMES, annotator_names
 from apps.studies.models import Study
+from apps.studies.selectors import question_items
 
 __all__ = ["CONTENT_TYPES", "ROWS_PER_CHUNK"]  # re-exported: the export formats and text chunks
 
@@ -226,7 +227,9 @@ def provenance(
     who excluded them, when, why, whether the file applies it, the rows left out and every flag
     behind it); ``open_flags`` (open flags of the annotators in the file and of whole questions:
     known, not acted on); ``quality`` (per question key, the latest figures with their 95 %
-    intervals and evidence, :func:`analytics.intervals.study_quality`). Annotators are named
+    intervals and evidence, :func:`analytics.intervals.study_quality`); ``questions`` (each
+    question's key, kind, scope and the number of items it asks about: a question without an
+    answer about an item outside its scope was never asked it). Annotators are named
     as in the file (pseudonyms if ``identity`` says so). The file is read once more to hash
     it: if annotations change between this and a download, the checksum tells the two apart.
     """
@@ -301,6 +304,15 @@ def provenance(
             if flag.status == Flag.Status.OPEN and flag.annotator_id not in left_out
         ],
         "quality": study_quality(study=study, name=name),
+        "questions": [
+            {
+                "key": question.key,
+                "kind": question.kind,
+                "scope": question.scope,
+                "items": question_items(question).count(),
+            }
+            for question in study.questions.order_by("position", "id")
+        ],
     }
 
 

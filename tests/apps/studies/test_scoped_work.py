@@ -444,3 +444,19 @@ def test_the_queue_form_takes_the_answers_of_the_covering_questions_only(client)
     # an answer to a question that does not cover the item is not taken
     client.post(url, {**shown(), f"q{mixed.likert.pk}": "neutral", f"q{clarity.pk}": "neutral"})
     assert not clarity.annotations.exists()
+
+
+def test_the_export_provenance_states_each_questions_scope():
+    from apps.annotations.exporting import provenance
+
+    mixed = mixed_study()
+    opened(mixed)
+    record = provenance(study=mixed.study, curated=False, include_history=False, fmt="csv")
+    assert record["questions"] == [
+        {"key": "likert", "kind": "categorical", "scope": {"metadata": {"group": ["sentence"]}},
+         "items": 4},
+        {"key": "arousal", "kind": "continuous",
+         "scope": {"metadata": {"group": ["clip", "calibration"]}}, "items": 5},
+        {"key": "better", "kind": "pairwise", "scope": {"metadata": {"group": ["sentence"]}},
+         "items": 4},
+    ]  # fmt: skip
