@@ -27,7 +27,7 @@ from apps.categorical.indicators import label_scale
 from apps.items.models import Item
 from apps.studies.access import ADJUDICATOR_ROLES, MANAGER_ROLE
 from apps.studies.models import Question
-from apps.studies.selectors import study_role
+from apps.studies.selectors import question_items, study_role
 from core.types import Account
 
 
@@ -121,8 +121,11 @@ def _forecast_data(question: Question) -> tuple[list[int], list[str], np.ndarray
     the text items to predict (the others), and the typical number of answers."""
     found = curated_aggregates(question=question)
     agg = found.aggregates
-    texts = dict(
-        question.study.items.filter(kind=Item.Kind.TEXT).order_by("id").values_list("id", "text")
+    texts = dict(  # the text items the question asks about (its scope)
+        question_items(question)
+        .filter(kind=Item.Kind.TEXT)
+        .order_by("id")
+        .values_list("id", "text")
     )
     observed = (agg.n_answers >= 2) & np.isfinite(agg.disagreement)
     observed &= np.isin(found.item_ids, list(texts))

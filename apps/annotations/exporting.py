@@ -38,6 +38,7 @@ from apps.exchange import formats
 from apps.exchange.formats import CONTENT_TYPES, ROWS_PER_CHUNK, Column
 from apps.exchange.identity import USERNAMES, annotator_names
 from apps.studies.models import Study
+from apps.studies.selectors import question_items
 
 __all__ = ["CONTENT_TYPES", "ROWS_PER_CHUNK"]  # re-exported: the export formats and text chunks
 
@@ -230,7 +231,9 @@ def provenance(
     round-1 answers, the excluded included); ``figures_on_rows`` (the same study figures
     computed once on the round-1 answers the file ships, ``rows`` "curated" or "all", each
     question's entry naming its annotators, answers and items:
-    :func:`analytics.intervals.rows_figures`). Annotators are named
+    :func:`analytics.intervals.rows_figures`); ``questions`` (each question's key, kind, scope
+    and the number of items it asks about: a question without an answer about an item outside
+    its scope was never asked it). Annotators are named
     as in the file (pseudonyms if ``identity`` says so). The file is read once more to hash
     it: if annotations change between this and a download, the checksum tells the two apart.
     """
@@ -309,6 +312,15 @@ def provenance(
             "rows": "curated" if curated else "all",
             "questions": rows_figures(study=study, left_out=left_out),
         },
+        "questions": [
+            {
+                "key": question.key,
+                "kind": question.kind,
+                "scope": question.scope,
+                "items": question_items(question).count(),
+            }
+            for question in study.questions.order_by("position", "id")
+        ],
     }
 
 

@@ -19,8 +19,10 @@ from django.core.exceptions import ValidationError
 from apps.annotations.models import Assignment
 from apps.annotations.selectors import AnswerShown, assignments_to_answer
 from apps.annotations.tickets import ticket_issue, ticket_read
+from apps.items.models import Item
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Question, Study
+from apps.studies.selectors import covering_questions
 from core.forms import ServiceFormMixin
 
 TICKET_SALT = "annotations.queue.ticket"
@@ -92,7 +94,19 @@ class AnswerForm(ServiceFormMixin, forms.Form):
         initial = {"idempotency_key": uuid.uuid4()}
         if assignment is not None:
             initial["ticket"] = ticket_issue({"assignment": assignment.pk}, salt=TICKET_SALT)
-        return cls(study=study, annotator=annotator, questions=questions, initial=initial)
+        form = cls(study=study, annotator=annotator, questions=questions, initial=initial)
+        return form.ask_about(assignment.item if assignment is not None else None)
+
+    def ask_about(self, item: Item | None) -> AnswerForm:
+        """Keep only the questions that apply to ``item`` (their scope covers it): the page
+        asks those, and an answer is complete when each of them has one."""
+        if item is not None:
+            keep = {q.pk for q in covering_questions([e.question for e in self.questions], item)}
+            for entry in self.questions:
+                if entry.question.pk not in keep:
+                    self.fields.pop(entry.field_name, None)
+            self.questions = [entry for entry in self.questions if entry.question.pk in keep]
+        return self
 
     @property
     def single_question(self) -> bool:
@@ -116,6 +130,7 @@ class AnswerForm(ServiceFormMixin, forms.Form):
             )
         except Assignment.DoesNotExist:
             raise ValidationError("That item is not in your queue.") from None
+        self.ask_about(data["assignment"].item)
         data["answers"] = {
             entry.question: data[entry.field_name]
             for entry in self.questions

@@ -31,6 +31,7 @@ from apps.annotations.models import Annotation, Assignment, Revision
 from apps.annotations.values import clean_value
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Membership, Study
+from apps.studies.selectors import question_items
 
 MAX_ERRORS = 50
 
@@ -130,6 +131,13 @@ def _answers_checked(
     """Clean every record into its annotation key and answer; raise if any is wrong."""
     questions = {q.key: q for q in study.questions.prefetch_related("labels")}
     items = dict(study.items.values_list("external_id", "id"))
+    # the scoped questions' items: an answer about an item a question is not asked about
+    # would stand outside its queue, its figures and its coverage
+    scoped = {
+        q.pk: set(question_items(q).values_list("external_id", flat=True))
+        for q in questions.values()
+        if q.scope
+    }
     annotators = dict(
         get_user_model()
         .objects.filter(memberships__study=study, memberships__role=Membership.Role.ANNOTATOR)
@@ -144,6 +152,10 @@ def _answers_checked(
                 raise ValidationError(f"Unknown question {record.question!r}.")
             if record.item not in items:
                 raise ValidationError(f"Unknown item {record.item!r}.")
+            if question.pk in scoped and record.item not in scoped[question.pk]:
+                raise ValidationError(
+                    f"{question.key!r} is not asked about item {record.item!r} (its scope)."
+                )
             if record.annotator not in annotators:
                 raise ValidationError(f"{record.annotator!r} is not an annotator of the study.")
             if record.round < 1 or (record.time_spent_ms or 0) < 0:
@@ -165,18 +177,24 @@ def _answers_checked(
 
 def _assignments_complete(*, study: Study, keys: Iterable[AnnotationKey], now: datetime) -> None:
     """One assignment per item, annotator and round answered (an existing one is reused),
-    completed if every queue question was answered there."""
-    needed = set(study.questions.filter(kind__in=queue_kinds()).values_list("id", flat=True))
+    completed if every queue question that applies to the item was answered there."""
+    queued = list(study.questions.filter(kind__in=queue_kinds()))
+    every = {q.pk for q in queued if not q.scope}
+    scoped = {q.pk: set(question_items(q).values_list("pk", flat=True)) for q in queued if q.scope}
     answered: dict[tuple[int, int, int], set[int]] = defaultdict(set)
     for question_id, item_id, annotator_id, round_ in keys:
         answered[item_id, annotator_id, round_].add(question_id)
     position = dict(study.items.values_list("id", "position"))
     done = _db(Assignment, "completed_at", now)
+
+    def needed(item_id: int) -> set[int]:
+        return every | {pk for pk, items in scoped.items() if item_id in items}
+
     _insert(
         Assignment,
         ["study", "item", "annotator", "round", "position", "completed_at"],
         [
-            (study.pk, *key, position[key[0]], done if needed <= question_ids else None)
+            (study.pk, *key, position[key[0]], done if needed(key[0]) <= question_ids else None)
             for key, question_ids in answered.items()
         ],
         now=now,

@@ -10,8 +10,34 @@ from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet, 
 
 from apps.annotations.models import Annotation, Assignment, Revision
 from apps.items.models import Item
-from apps.studies.models import Membership, Study
+from apps.studies.kinds import queue_kinds
+from apps.studies.models import Membership, Question, Study
+from apps.studies.selectors import covering_questions, items_of_any
 from core.types import Account
+
+QUEUE_QUESTIONS = "_queue_questions"
+"""Where a study object keeps its queue questions once read in a request (an answer's
+completion check reads them; the next item, in the same request, reuses them)."""
+
+
+def queue_questions_of(*, study: Study) -> list[Question]:
+    """The study's questions answered in the label queue, in order (one query, none when
+    this study object has them already)."""
+    known = getattr(study, QUEUE_QUESTIONS, None)
+    return list(study.questions.filter(kind__in=queue_kinds())) if known is None else known
+
+
+def queue_item_filter(
+    *, study: Study, questions: list[Question] | None = None, prefix: str = "item__"
+) -> Q:
+    """The assignments (``prefix``: the path to their item) that belong in the label queue:
+    those of items at least one queue question applies to (``questions``: the study's queue
+    questions, if the caller has them). An item no queue question covers (a clip only traced)
+    is not shown in the queue. ``Q()`` when every item is in it: a queue question without a
+    scope, or a study without queue questions (its assignments are its traces' or rankings')."""
+    if questions is None:
+        questions = queue_questions_of(study=study)
+    return items_of_any(questions, prefix=prefix) if questions else Q()
 
 
 def assignments_to_answer() -> QuerySet[Assignment]:
@@ -22,15 +48,23 @@ def assignments_to_answer() -> QuerySet[Assignment]:
         study=OuterRef("study_id"), user=OuterRef("annotator_id"), role=Membership.Role.ANNOTATOR
     )
     return Assignment.objects.select_related(
-        "study__recruitment", "annotator__participation"
+        "study__recruitment", "annotator__participation", "item"
     ).annotate(annotating=Exists(member))
 
 
-def assignment_next(*, annotator: Account, study: Study) -> Assignment | None:
-    """The annotator's next unfinished assignment: unskipped first, then the extra items of
-    adaptive overlap, then in queue order."""
+def assignment_next(
+    *, annotator: Account, study: Study, questions: list[Question] | None = None
+) -> Assignment | None:
+    """The annotator's next unfinished assignment in the label queue (:func:`queue_item_filter`;
+    ``questions``: the study's queue questions, if the caller has them): unskipped first, then
+    the extra items of adaptive overlap, then in queue order."""
     return (
-        Assignment.objects.filter(study=study, annotator=annotator, completed_at__isnull=True)
+        Assignment.objects.filter(
+            queue_item_filter(study=study, questions=questions),
+            study=study,
+            annotator=annotator,
+            completed_at__isnull=True,
+        )
         .select_related("item")
         .order_by("skip_count", "-extra", "position", "round", "id")
         .first()
@@ -38,20 +72,30 @@ def assignment_next(*, annotator: Account, study: Study) -> Assignment | None:
 
 
 def queue_entry(
-    *, annotator: Account, study: Study, assignment: Assignment | None
+    *,
+    annotator: Account,
+    study: Study,
+    assignment: Assignment | None,
+    questions: list[Question] | None = None,
 ) -> dict[str, Any] | None:
-    """``{"assignment": assignment, "progress": ...}``: an assignment to work on with the
-    annotator's progress (one query), or ``None`` for no assignment."""
+    """``{"assignment": assignment, "questions": keys, "progress": ...}``: an assignment to
+    work on, the keys of the queue questions to answer about its item (those whose scope
+    covers it) and the annotator's progress (one query), or ``None`` for no assignment."""
     if assignment is None:
         return None
-    progress = annotator_progress(annotator=annotator, study=study)
-    return {"assignment": assignment, "progress": progress}
+    if questions is None:
+        questions = queue_questions_of(study=study)
+    progress = annotator_progress(annotator=annotator, study=study, questions=questions)
+    asked = [question.key for question in covering_questions(questions, assignment.item)]
+    return {"assignment": assignment, "questions": asked, "progress": progress}
 
 
 def queue_next(*, annotator: Account, study: Study) -> dict[str, Any] | None:
-    """:func:`queue_entry` of the annotator's next assignment (with its item): two queries."""
-    assignment = assignment_next(annotator=annotator, study=study)
-    return queue_entry(annotator=annotator, study=study, assignment=assignment)
+    """:func:`queue_entry` of the annotator's next assignment (with its item): three queries
+    (the queue questions, whose scopes choose the items, the assignment, the progress)."""
+    questions = queue_questions_of(study=study)
+    assignment = assignment_next(annotator=annotator, study=study, questions=questions)
+    return queue_entry(annotator=annotator, study=study, assignment=assignment, questions=questions)
 
 
 @dataclass(frozen=True)
@@ -80,7 +124,11 @@ def answer_shown(*, assignment: Assignment) -> AnswerShown | None:
 
 
 def queue_answers_shown(
-    *, annotator: Account, study: Study, shown: Assignment | None
+    *,
+    annotator: Account,
+    study: Study,
+    shown: Assignment | None,
+    questions: list[Question] | None = None,
 ) -> tuple[AnswerShown | None, AnswerShown | None]:
     """``(undo, earlier)`` for the queue page, in one query.
 
@@ -89,7 +137,8 @@ def queue_answers_shown(
     goes a step further back. ``earlier`` is :func:`answer_shown` of ``shown``, the unfinished
     item on the page: the labels an undo retracted from it (``None`` if never answered).
     """
-    latest = answered_latest_first(annotator=annotator, study=study).values("pk")[:1]
+    answered = answered_latest_first(annotator=annotator, study=study, questions=questions)
+    latest = answered.values("pk")[:1]
     which = Q(annotation__item__assignments=Subquery(latest))
     if shown is not None:
         which |= Q(annotation__item__assignments=shown.pk)
@@ -137,16 +186,25 @@ def _answers_shown(*, annotator_id: int, study_id: int, assignments: Q) -> dict[
     }
 
 
-def answered_latest_first(*, annotator: Account, study: Study) -> QuerySet[Assignment]:
-    """The annotator's answered items, the latest answer first: the order undos take."""
+def answered_latest_first(
+    *, annotator: Account, study: Study, questions: list[Question] | None = None
+) -> QuerySet[Assignment]:
+    """The annotator's answered items of the label queue (:func:`queue_item_filter`), the
+    latest answer first: the order undos take (a clip finished on the trace page is not
+    undone from the queue)."""
+    in_queue = queue_item_filter(study=study, questions=questions)
     return Assignment.objects.filter(
-        study=study, annotator=annotator, completed_at__isnull=False
+        in_queue, study=study, annotator=annotator, completed_at__isnull=False
     ).order_by("-completed_at", "-id")
 
 
-def annotator_progress(*, annotator: Account, study: Study) -> dict[str, int]:
-    """``{"done": n, "total": n, "percent": p}`` for one annotator's queue."""
-    counts = Assignment.objects.filter(study=study, annotator=annotator).aggregate(
+def annotator_progress(
+    *, annotator: Account, study: Study, questions: list[Question] | None = None
+) -> dict[str, int]:
+    """``{"done": n, "total": n, "percent": p}`` for one annotator's label queue (the items
+    :func:`queue_item_filter` keeps)."""
+    in_queue = queue_item_filter(study=study, questions=questions)
+    counts = Assignment.objects.filter(in_queue, study=study, annotator=annotator).aggregate(
         total=Count("id"), done=Count("id", filter=Q(completed_at__isnull=False))
     )
     total, done = counts["total"], counts["done"]

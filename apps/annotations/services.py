@@ -24,12 +24,21 @@ from analytics.selectors import excluded_annotator_ids
 from apps.adjudication.models import OverlapRule
 from apps.adjudication.selectors import flagged_annotator_ids, overlap_rule, rule_readings
 from apps.annotations.models import Annotation, Assignment, Revision
-from apps.annotations.selectors import answered_latest_first, assignments_to_answer
+from apps.annotations.selectors import (
+    QUEUE_QUESTIONS,
+    answered_latest_first,
+    assignments_to_answer,
+)
 from apps.annotations.values import clean_value
 from apps.recruitment.access import participant_check_answering
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Membership, Question, Study
-from apps.studies.selectors import study_annotators
+from apps.studies.selectors import (
+    covering_questions,
+    items_of_any,
+    question_covers,
+    study_annotators,
+)
 from core.limits import time_spent_check
 from core.locking import locked_get_or_create
 from core.types import Account
@@ -88,12 +97,15 @@ def assignments_fill(*, study: Study, overlap_for: Mapping[int, int] | None = No
     if not annotator_ids:
         return 0
     index = {user_id: i for i, user_id in enumerate(annotator_ids)}
-    items = list(study.items.order_by("position", "id").values_list("id", flat=True))
+    questions = list(study.questions.all())
+    # only items some question applies to (an item no question is scoped to is nobody's work)
+    asked = items_of_any(questions) if questions else Q()
+    items = list(study.items.filter(asked).order_by("position", "id").values_list("id", flat=True))
     existing: dict[int, set[int]] = {item_id: set() for item_id in items}
     for item_id, user_id in Assignment.objects.filter(study=study, round=1).values_list(
         "item_id", "annotator_id"
     ):
-        if user_id in index:
+        if user_id in index and item_id in existing:  # (an item a narrowed scope left out)
             existing[item_id].add(index[user_id])
     k = min(study.overlap or len(annotator_ids), len(annotator_ids))
     raised = overlap_for or {}
@@ -333,7 +345,9 @@ def _revision_append(
 
 
 def _assignment_refresh_completion(*, assignment: Assignment) -> None:
-    """Mark the assignment complete once every queue question has a live answer."""
+    """Mark the assignment complete once every queue question that applies to its item has a
+    live answer (an item no queue question applies to, such as a clip only traced, is
+    complete with its first answer, as every item of a study without queue questions is)."""
     answered = Annotation.objects.filter(
         question=OuterRef("pk"),
         item_id=assignment.item_id,
@@ -341,11 +355,14 @@ def _assignment_refresh_completion(*, assignment: Assignment) -> None:
         round=assignment.round,
         current_revision__value__isnull=False,
     )
-    done = not (
-        Question.objects.filter(study_id=assignment.study_id, kind__in=queue_kinds())
-        .exclude(Exists(answered))
-        .exists()
+    queued = list(
+        Question.objects.filter(study_id=assignment.study_id, kind__in=queue_kinds()).annotate(
+            answered=Exists(answered)
+        )
     )
+    setattr(assignment.study, QUEUE_QUESTIONS, queued)  # the next item's query reuses them
+    unanswered = [question for question in queued if not question.answered]
+    done = not covering_questions(unanswered, assignment.item)
     if done != (assignment.completed_at is not None):
         assignment.completed_at = timezone.now() if done else None
         assignment.save(update_fields=["completed_at"])
@@ -383,6 +400,13 @@ def annotations_submit(
         if question.study_id != assignment.study_id:
             raise ValidationError(
                 {"question": f"{question.key!r} is not a question of this study."}
+            )
+        if not question_covers(question, assignment.item):
+            raise ValidationError(
+                {
+                    "question": f"{question.key!r} is not asked about item "
+                    f"{assignment.item.external_id!r} (the question's scope leaves it out)."
+                }
             )
         cleaned.append((question, *clean_value(question, raw, assignment=assignment)))
     with transaction.atomic():

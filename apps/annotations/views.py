@@ -29,6 +29,7 @@ from apps.exchange.identity import PSEUDONYMS, USERNAMES
 from apps.recruitment.sessions import participant_elsewhere
 from apps.studies.access import annotated_study, managed_study
 from apps.studies.models import Study
+from apps.studies.selectors import instructions_for
 from core.forms import ServiceFormMixin
 from core.markdown import render_markdown
 
@@ -94,19 +95,28 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
         if not form.errors and not request.htmx:
             return redirect("annotations:queue", study.pk)
         failed = form if form.errors else None
-    assignment = assignment_next(annotator=request.user, study=study) if study.is_running else None
-    undo, earlier = queue_answers_shown(annotator=request.user, study=study, shown=assignment)
+    scoped = [entry.question for entry in questions]
+    assignment = (
+        assignment_next(annotator=request.user, study=study, questions=scoped)
+        if study.is_running
+        else None
+    )
+    undo, earlier = queue_answers_shown(
+        annotator=request.user, study=study, shown=assignment, questions=scoped
+    )
+    form = AnswerForm.for_assignment(
+        study=study, annotator=request.user, assignment=assignment, questions=questions
+    )
+    asked = [entry.question for entry in form.questions] if assignment else scoped
     context = {
         "study": study,
-        "instructions": render_markdown(study.instructions),
+        "instructions": render_markdown(instructions_for(study=study, questions=asked)),
         "item": assignment.item if assignment else None,
-        "form": AnswerForm.for_assignment(
-            study=study, annotator=request.user, assignment=assignment, questions=questions
-        ),
+        "form": form,
         "undo": undo,
         "undo_form": UndoForm.fresh(undo=undo),
         "earlier": earlier,
-        "progress": annotator_progress(annotator=request.user, study=study),
+        "progress": annotator_progress(annotator=request.user, study=study, questions=scoped),
         "failed": failed,
     }
     template = "annotations/queue.html#item_area" if request.htmx else "annotations/queue.html"

@@ -17,7 +17,12 @@ from apps.continuous import quality
 from apps.continuous.config import clean_trace_settings, trace_settings
 from apps.continuous.exporting import trace_rows, trace_sample_rows
 from apps.continuous.forms import TraceSettingsForm
-from apps.continuous.selectors import item_overlay, item_traces, trace_progress
+from apps.continuous.selectors import (
+    item_overlay,
+    item_traces,
+    trace_progress,
+    untraceable_items,
+)
 from apps.continuous.values import clean_trace_pointer
 from apps.items.models import Item
 from apps.recruitment.indicators import (
@@ -27,6 +32,7 @@ from apps.recruitment.indicators import (
 )
 from apps.studies.kinds import QuestionKind
 from apps.studies.models import Label, Question
+from apps.studies.selectors import question_items
 from core.types import Account
 
 
@@ -73,6 +79,17 @@ class ContinuousKind(QuestionKind):
 
     def progress(self, *, question: Question, annotator: Account) -> dict[str, int]:
         return trace_progress(annotator=annotator, question=question)
+
+    def scope_problem(self, question: Question) -> str:
+        """Items of the scope the recorder cannot offer (text without a known signal): left
+        untraced, they keep a recruited package from ever completing."""
+        n = untraceable_items(question=question).count()
+        if not n:
+            return ""
+        return (
+            f"{n} of its items cannot be traced (no audio, video or known signal): the "
+            "recorder never shows them. Narrow the scope to the clips and calibration items."
+        )
 
     def clean_value(
         self, question: Question, value: Any, assignment: Assignment | None
@@ -121,7 +138,7 @@ class ContinuousKind(QuestionKind):
         """The traces card: one item's traces overlaid with its gold truth (``?item=<id>``
         when it names an item of the study, else the first gold item, else the first item)."""
         item_id = query.get("item")
-        items = list(question.study.items.order_by("position", "id"))
+        items = list(question_items(question))
         chosen = next((i for i in items if str(i.pk) == item_id), None) or next(
             (i for i in items if (i.metadata or {}).get("signal")), items[0] if items else None
         )

@@ -19,6 +19,7 @@ from apps.continuous.models import TIME_DTYPE, VALUE_DTYPE, GoldSignal, TraceRec
 from apps.continuous.plotting import Overlay, green_strip, overlay, small_trace
 from apps.items.models import Item
 from apps.studies.models import Question, Study
+from apps.studies.selectors import question_item_filter
 from core.types import Account
 
 GREEN_STIMULUS = "green"
@@ -456,9 +457,12 @@ def continuous_questions(*, study: Study) -> QuerySet[Question]:
 
 
 def trace_assignments(*, annotator: Account, question: Question) -> QuerySet[Assignment]:
-    """Every assignment of the annotator in the question's study, with its item."""
+    """Every assignment of the annotator in the question's study whose item the question
+    applies to (its scope), with its item."""
     return Assignment.objects.select_related("item").filter(
-        study_id=question.study_id, annotator=annotator
+        question_item_filter(question, prefix="item__"),
+        study_id=question.study_id,
+        annotator=annotator,
     )
 
 
@@ -468,11 +472,21 @@ def _traceable(prefix: str = "") -> Q:
     return Q(**{f"{prefix}kind__in": MEDIA_KINDS}) | Q(**{f"{prefix}metadata__has_key": "signal"})
 
 
+def untraceable_items(*, question: Question) -> QuerySet[Item]:
+    """The items the question's scope covers that cannot be traced (no audio, no video, no
+    known signal): the recorder never offers them."""
+    return Item.objects.filter(question_item_filter(question), study_id=question.study_id).exclude(
+        _traceable()
+    )
+
+
 def overlay_items(*, question: Question) -> list[Item]:
     """The choices of the traces page: the study's traceable items in queue order (a text
     item has no trace to overlay)."""
     return list(
-        Item.objects.filter(_traceable(), study_id=question.study_id).order_by("position", "id")
+        Item.objects.filter(
+            _traceable(), question_item_filter(question), study_id=question.study_id
+        ).order_by("position", "id")
     )
 
 
@@ -488,11 +502,15 @@ def first_traced_item(*, question: Question, items: list[Item]) -> Item | None:
 
 
 def traceable_assignments(*, annotator: Account, question: Question) -> QuerySet:
-    """The annotator's assignments in the question's study whose item can be traced: audio,
-    video, or a gold item naming a known signal; in queue order."""
+    """The annotator's assignments in the question's study whose item can be traced (audio,
+    video, or a gold item naming a known signal) and is in the question's scope; in queue
+    order."""
     return (
         Assignment.objects.filter(
-            _traceable("item__"), study_id=question.study_id, annotator=annotator
+            _traceable("item__"),
+            question_item_filter(question, prefix="item__"),
+            study_id=question.study_id,
+            annotator=annotator,
         )
         .select_related("item")
         .order_by("round", "position", "id")

@@ -45,6 +45,7 @@ from apps.continuous.selectors import has_trace, recording_samples, stimulus_dur
 from apps.continuous.validation import Chunk, chunk_check
 from apps.continuous.values import trace_pointer
 from apps.studies.models import Question
+from apps.studies.selectors import question_covers
 from core.types import Account
 
 MAX_CLIENT_DURATION_S = 6 * 3600.0
@@ -144,6 +145,10 @@ def _checked_assignment(
     assignment_check_annotator(annotator=annotator, assignment=assignment)
     if question.study_id != assignment.study_id or question.kind != Question.Kind.CONTINUOUS:
         raise ValidationError({"question": "Not a continuous question of this study."})
+    if not question_covers(question, assignment.item):
+        raise ValidationError(
+            {"question": f"{question.key!r} is not asked about this item (its scope)."}
+        )
     return assignment
 
 

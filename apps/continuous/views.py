@@ -28,6 +28,7 @@ from apps.continuous.selectors import (
 from apps.recruitment.sessions import participant_elsewhere
 from apps.studies.access import annotated_study, managed_study
 from apps.studies.models import Question, Study
+from apps.studies.selectors import instructions_for
 from core.markdown import render_markdown
 
 
@@ -93,7 +94,9 @@ def record(
         "settings": settings,
         "config": config,
         "progress": progress,
-        "instructions": render_markdown(question.study.instructions),
+        "instructions": render_markdown(
+            instructions_for(study=question.study, questions=[question])
+        ),
         "done_after": progress["done"] + (not has_trace(assignment=assignment, question=question)),
         "next_url": reverse("continuous:record_next", args=[study_id, question_key]),
         "running": question.study.status == Study.Status.RUNNING,

@@ -48,7 +48,7 @@ from apps.preferences.models import (
 )
 from apps.preferences.scheduling import PairScheduler, ReplayCache, TripletCounter
 from apps.studies.models import Question, Study
-from apps.studies.selectors import studies_for_user, studies_managed_by
+from apps.studies.selectors import question_item_filter, studies_for_user, studies_managed_by
 from core.types import Account
 
 #: Ridge penalty of Bradley-Terry when the pooled comparison graph is not strongly connected.
@@ -703,7 +703,12 @@ def judgement_progress(*, question: Question, annotator: Account) -> dict[str, i
     if session is not None:
         plan = check_plan(question=question, annotator=annotator)  # a participant's checks
         return pair_state(session=session, plan=plan).progress
-    n = Assignment.objects.filter(study_id=question.study_id, annotator=annotator, round=1).count()
+    n = Assignment.objects.filter(
+        question_item_filter(question, prefix="item__"),
+        study_id=question.study_id,
+        annotator=annotator,
+        round=1,
+    ).count()
     try:
         pairwise = clean_pairwise_settings(question.settings)
     except ValidationError:

@@ -74,6 +74,7 @@ from apps.preferences.selectors import (
 from apps.recruitment.access import participant_check_answering
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Membership, Question, Study
+from apps.studies.selectors import items_of_any, question_item_filter
 from core.limits import time_spent_check
 from core.locking import locked_get_or_create
 from core.types import Account
@@ -97,9 +98,15 @@ def _check_can_judge(*, question: Question, annotator: Account) -> None:
 
 
 def _assigned_items(*, question: Question, annotator: Account) -> list[int]:
-    """The annotator's round-1 items of the question's study, in queue order."""
+    """The annotator's round-1 items of the question's study that the question applies to
+    (its scope: no sentence is compared with an audio clip), in queue order."""
     return list(
-        Assignment.objects.filter(study_id=question.study_id, annotator=annotator, round=1)
+        Assignment.objects.filter(
+            question_item_filter(question, prefix="item__"),
+            study_id=question.study_id,
+            annotator=annotator,
+            round=1,
+        )
         .order_by("position", "id")
         .values_list("item_id", flat=True)
     )
@@ -348,7 +355,9 @@ def _mark_completed(*, session: PairSession) -> None:
     now = timezone.now()
     session.completed_at = now
     study = session.question.study
-    if study.questions.filter(kind__in=queue_kinds()).exists():
+    queued = list(study.questions.filter(kind__in=queue_kinds()))
+    in_queue = items_of_any(queued, prefix="item__")
+    if queued and not in_queue:  # a queue question asks about every item: it completes them
         return
     answers = Judgement.objects.filter(
         question_id=session.question_id, annotator_id=session.annotator_id
@@ -360,9 +369,11 @@ def _mark_completed(*, session: PairSession) -> None:
         question__in=pairwise, annotator_id=session.annotator_id, completed_at__isnull=False
     ).exclude(pk=session.pk)
     if finished.count() + 1 == pairwise.count():
-        Assignment.objects.filter(
+        # the items no queue question applies to (all, in a study without queue questions)
+        open_ = Assignment.objects.filter(
             study=study, annotator_id=session.annotator_id, completed_at__isnull=True
-        ).update(completed_at=now)
+        )
+        (open_.exclude(in_queue) if queued else open_).update(completed_at=now)
 
 
 def judgement_record(

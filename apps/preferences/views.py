@@ -35,6 +35,7 @@ from apps.preferences.services import judgement_record, judgement_retract, pair_
 from apps.recruitment.sessions import participant_elsewhere
 from apps.studies.access import annotated_study, managed_study
 from apps.studies.models import Question, Study
+from apps.studies.selectors import instructions_for
 from core.markdown import render_markdown
 
 
@@ -70,6 +71,9 @@ def compare(request: HttpRequest, study_id: int, question_key: str) -> HttpRespo
                 idempotency_key=data["idempotency_key"],
                 time_spent_ms=data["time_spent_ms"],
             )
+        # a participant whose last ranking this finished goes on (to the end, or other work)
+        if not form.errors and (away := participant_elsewhere(request, study, here=here)):
+            return away
         if not form.errors and not request.htmx:
             return redirect("preferences:compare", study.pk, question.key)
         failed = form if form.errors else None
@@ -120,7 +124,7 @@ def _compare_page(
     context = {
         "study": study,
         "question": question,
-        "instructions": render_markdown(study.instructions),
+        "instructions": render_markdown(instructions_for(study=study, questions=[question])),
         "state": state,
         "problem": problem,
         "item_a": items.get(pair[0]) if pair else None,

@@ -16,15 +16,109 @@ from django.utils import timezone
 from analytics.metrics.uncertainty import Interval, wilson_interval
 from apps.annotations.models import Annotation, Assignment
 from apps.continuous.models import GoldSignal
-from apps.continuous.selectors import calibration_report
+from apps.continuous.selectors import calibration_report, next_trace_assignment, trace_progress
 from apps.items.models import Item
-from apps.preferences.models import Judgement
+from apps.preferences.models import Judgement, PairSession
 from apps.recruitment.models import GoldAnswer, Participant, Recruitment, TrainingAnswer
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Question, Study
+from apps.studies.selectors import items_of_any, question_item_filter
 from core.types import Visitor
 
 Status = Participant.Status
+
+
+def package_pools(*, study: Study) -> list[Q]:
+    """The item pools a package draws work from, one per kind of work (conditions on
+    ``Item``): the items of the label queue (those a queue question applies to), then each
+    trace and pairwise question's items (its scope). A study whose questions have no scope
+    has one pool of every item, drawn as before scoping existed."""
+    questions = list(study.questions.order_by("position", "id"))
+    queued = [q for q in questions if q.kind in queue_kinds()]
+    pools = [items_of_any(queued)] if queued else []
+    return pools + [question_item_filter(q) for q in questions if q.kind not in queue_kinds()]
+
+
+def package_groups(items: QuerySet[Item], *, study: Study) -> list[list[int]]:
+    """``items`` (ids, in the queryset's order) split by the pools of work they belong to
+    (:func:`package_pools`): items of the same pools form one group (sentences labelled and
+    compared; clips traced); items of no pool are left out. Groups in order of their first
+    item. One query per pool with a scope, plus one."""
+    ordered = list(items.values_list("id", flat=True))
+    members = [
+        None if not pool else set(items.filter(pool).values_list("id", flat=True))
+        for pool in package_pools(study=study)
+    ]
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for item_id in ordered:
+        signature = tuple(
+            n for n, member in enumerate(members) if member is None or item_id in member
+        )
+        if signature:
+            groups.setdefault(signature, []).append(item_id)
+    return list(groups.values())
+
+
+def round_robin_shares(sizes: list[int], total: int) -> list[int]:
+    """How many items each group gives a package of ``total``: one from each group in turn
+    while it has any left, so groups share the package evenly and a short group's share goes
+    to the others.
+
+    >>> round_robin_shares([10, 10], 5), round_robin_shares([1, 10], 5)
+    ([3, 2], [1, 4])
+    """
+    shares = [0] * len(sizes)
+    left = total
+    while left > 0 and any(share < size for share, size in zip(shares, sizes, strict=True)):
+        for n, size in enumerate(sizes):
+            if left > 0 and shares[n] < size:
+                shares[n] += 1
+                left -= 1
+    return shares
+
+
+@dataclass(frozen=True)
+class PackagePart:
+    """One group of a package as the manager's page states it: how many of its items a
+    package takes, of how many regular items, and the questions asked about them."""
+
+    share: int
+    items: int
+    questions: list[Question]
+
+
+def package_plan(*, recruitment: Recruitment) -> list[PackagePart]:
+    """What a new package holds (:func:`package_groups`, :func:`round_robin_shares`, over all
+    the regular items, answered or not): the manager's page states it, so that a mixed study
+    shows that its participants trace and compare as well as label."""
+    study = recruitment.study
+    regular = (
+        Item.objects.filter(study=study)
+        .exclude(Exists(GoldAnswer.objects.filter(item=OuterRef("pk"))))
+        .order_by("position", "id")
+    )
+    groups = package_groups(regular, study=study)
+    shares = round_robin_shares([len(g) for g in groups], recruitment.items_per_participant)
+    questions = list(study.questions.order_by("position", "id"))
+    covered = {
+        q.pk: None
+        if not q.scope
+        else set(regular.filter(question_item_filter(q)).values_list("pk", flat=True))
+        for q in questions
+    }
+    return [
+        PackagePart(
+            share=share,
+            items=len(group),
+            questions=[q for q in questions if _asked_in(covered[q.pk], group)],
+        )
+        for group, share in zip(groups, shares, strict=True)
+    ]
+
+
+def _asked_in(covered: set[int] | None, group: list[int]) -> bool:
+    """Whether a question covering ``covered`` (``None``: every item) asks about ``group``."""
+    return covered is None or not covered.isdisjoint(group)
 
 
 def packages_left(*, recruitment: Recruitment, limit: int) -> int | None:
@@ -32,29 +126,38 @@ def packages_left(*, recruitment: Recruitment, limit: int) -> int | None:
     no end (no overlap set).
 
     Packages are made as :func:`apps.recruitment.services._package_items` makes them: up to
-    ``items_per_participant`` distinct regular items, least-answered first, each item until it
-    has ``overlap`` first-round assignments. Simulated package by package on the vector of
-    open slots per item (the items a package takes among equally open ones do not change the
-    count), so the cost is ``limit`` partial sorts of the open items.
+    ``items_per_participant`` distinct regular items shared between the groups of work
+    (:func:`package_groups`, :func:`round_robin_shares`), least-answered first, each item
+    until it has ``overlap`` first-round assignments. Simulated package by package on the
+    vectors of open slots per item of each group (the items a package takes among equally
+    open ones do not change the count), so the cost is ``limit`` partial sorts of the open
+    items.
     """
     study = recruitment.study
     if not study.overlap:
         return None
-    taken = (
+    regular = (
         Item.objects.filter(study=study)
         .exclude(Exists(GoldAnswer.objects.filter(item=OuterRef("pk"))))
         .annotate(taken=Count("assignments", filter=Q(assignments__round=1)))
         .filter(taken__lt=study.overlap)
-        .values_list("taken", flat=True)
+        .order_by("position", "id")
     )
-    slots = np.array([study.overlap - t for t in taken], dtype=np.int64)
+    taken = dict(regular.values_list("id", "taken"))
+    slots = [
+        np.array([study.overlap - taken[item_id] for item_id in group], dtype=np.int64)
+        for group in package_groups(regular, study=study)
+    ]
     size = recruitment.items_per_participant
     packages = 0
-    while packages < limit and slots.any():
-        open_ = np.flatnonzero(slots)
-        if open_.size > size:
-            open_ = open_[np.argpartition(-slots[open_], size - 1)[:size]]
-        slots[open_] -= 1
+    while packages < limit and any(group.any() for group in slots):
+        shares = round_robin_shares([int(np.count_nonzero(g)) for g in slots], size)
+        for group, share in zip(slots, shares, strict=True):
+            if share:
+                open_ = np.flatnonzero(group)
+                if open_.size > share:
+                    open_ = open_[np.argpartition(-group[open_], share - 1)[:share]]
+                group[open_] -= 1
         packages += 1
     return packages
 
@@ -98,20 +201,43 @@ def participant_of_user(*, user: Visitor) -> Participant | None:
 
 
 @dataclass(frozen=True)
+class WorkStep:
+    """One kind of work in a participant's package, on its own page: the label queue
+    (``question`` ``None``: every queue question, each on the items it applies to), one
+    trace question's clips, or one pairwise question's ranking. ``done`` of ``total`` items
+    (a ranking: 1 of 1 once finished)."""
+
+    question: Question | None
+    url: str
+    done: int
+    total: int
+    finished: bool
+
+
+@dataclass(frozen=True)
 class Package:
-    """A participant's work package: answered and total items, and whether time is up."""
+    """A participant's work package: answered and total items, and whether time is up.
+
+    ``steps`` are its kinds of work (:func:`package_steps`); the package is complete when
+    every item is answered and every step finished (the traces and the rankings too)."""
 
     done: int
     total: int
     deadline: datetime | None
+    steps: tuple[WorkStep, ...] = ()
 
     @property
     def complete(self) -> bool:
-        return self.total > 0 and self.done == self.total
+        return self.total > 0 and self.done == self.total and all(s.finished for s in self.steps)
 
     @property
     def expired(self) -> bool:
         return self.deadline is not None and timezone.now() > self.deadline
+
+    @property
+    def next_step(self) -> WorkStep | None:
+        """The first unfinished kind of work, where the participant goes next."""
+        return next((step for step in self.steps if not step.finished), None)
 
 
 def package_deadline(
@@ -127,12 +253,66 @@ def package_deadline(
     return participant.started_at + timedelta(minutes=minutes)
 
 
+def _ranking_finished(*, question: Question, annotator_id: int) -> bool:
+    """A pairwise session finished with at least one answer that is not "equal" (a ranking
+    of ties alone earns no code: :func:`apps.preferences.services._mark_completed`)."""
+    finished = PairSession.objects.filter(
+        question=question, annotator_id=annotator_id, completed_at__isnull=False
+    ).exists()
+    return finished and (
+        Judgement.objects.filter(question=question, annotator_id=annotator_id)
+        .kept()
+        .data()
+        .exclude(outcome=0)
+        .exists()
+    )
+
+
+def package_steps(*, participant: Participant) -> list[WorkStep]:
+    """The kinds of work in the participant's package, in the order they are done: the label
+    queue (its items: those a queue question applies to), then each trace question (its
+    traceable items in scope), then each pairwise question (its items in scope, two or more),
+    in question order. Kinds with nothing in the package are left out."""
+    from apps.annotations.selectors import annotator_progress, queue_questions_of
+
+    study, user = participant.study, participant.user
+    steps: list[WorkStep] = []
+    queued = queue_questions_of(study=study)
+    if queued:
+        progress = annotator_progress(annotator=user, study=study, questions=queued)
+        if progress["total"]:
+            url = reverse("annotations:queue", args=[study.pk])
+            done, total = progress["done"], progress["total"]
+            steps.append(WorkStep(None, url, done, total, done == total))
+    for question in study.questions.filter(kind__in=list(WORK_PAGES)).order_by("position", "id"):
+        url = reverse(WORK_PAGES[question.kind], args=[study.pk, question.key])
+        if question.kind == Question.Kind.CONTINUOUS:
+            traced = trace_progress(annotator=user, question=question)
+            if traced["total"]:
+                finished = next_trace_assignment(annotator=user, question=question) is None
+                steps.append(WorkStep(question, url, traced["done"], traced["total"], finished))
+            continue
+        items = Assignment.objects.filter(
+            question_item_filter(question, prefix="item__"),
+            study=study,
+            annotator=user,
+            round=1,
+        ).count()
+        if items >= 2:
+            finished = _ranking_finished(question=question, annotator_id=user.pk)
+            steps.append(WorkStep(question, url, int(finished), 1, finished))
+    return steps
+
+
 def package_of(*, participant: Participant) -> Package:
     counts = Assignment.objects.filter(
         study=participant.study_id, annotator_id=participant.user_id
     ).aggregate(total=Count("id"), done=Count("id", filter=Q(completed_at__isnull=False)))
     return Package(
-        done=counts["done"], total=counts["total"], deadline=package_deadline(participant)
+        done=counts["done"],
+        total=counts["total"],
+        deadline=package_deadline(participant),
+        steps=tuple(package_steps(participant=participant)),
     )
 
 
@@ -148,7 +328,8 @@ def participant_page(*, participant: Participant) -> str:
     if participant.status == Status.WORKING:
         package = package_of(participant=participant)
         if not (package.complete or package.expired):
-            return work_page(study=participant.study)
+            step = package.next_step
+            return step.url if step is not None else work_page(study=participant.study)
     return reverse("recruitment:end", args=[study_id])
 
 
@@ -160,8 +341,9 @@ WORK_PAGES: dict[str, str] = {
 
 
 def work_page(*, study: Study) -> str:
-    """Where a participant works on their package: the annotator queue when the study has
-    queue questions, else the page of its first trace or pairwise question."""
+    """Where a participant works on their package when no step is left unfinished but items
+    are (:func:`package_steps`): the annotator queue when the study has queue questions, else
+    the page of its first trace or pairwise question."""
     if not study.questions.filter(kind__in=queue_kinds()).exists():
         question = study.questions.filter(kind__in=list(WORK_PAGES)).order_by("position").first()
         if question is not None:

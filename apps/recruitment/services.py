@@ -14,6 +14,7 @@ import random
 import secrets
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
+from itertools import zip_longest
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -32,8 +33,14 @@ from apps.items.models import Item
 from apps.recruitment.gold import GoldImportError, GoldSpec
 from apps.recruitment.models import GoldAnswer, Participant, Recruitment, TrainingAnswer
 from apps.recruitment.scoring import gold_value_clean, training_answer_score
-from apps.recruitment.selectors import recruitment_capacity
+from apps.recruitment.selectors import (
+    package_groups,
+    package_of,
+    recruitment_capacity,
+    round_robin_shares,
+)
 from apps.studies.models import Membership, Question, Study
+from apps.studies.selectors import question_items
 
 Status = Participant.Status
 RECRUITMENT_FIELDS = [
@@ -286,7 +293,9 @@ def participant_training_finish(*, participant: Participant) -> Participant:
 
 
 def _package_items(*, recruitment: Recruitment, rng: random.Random) -> list[int]:
-    """Item ids of a new package: regular items least assigned so far, checks mixed in.
+    """Item ids of a new package: regular items least assigned so far, shared between the
+    kinds of work of the study (:func:`~apps.recruitment.selectors.package_groups`: in a
+    mixed study, sentences to label and compare and clips to trace), checks mixed in.
 
     Gold pairs are no items of the package: the comparison page mixes them among the pairs
     (:mod:`apps.preferences.checks`).
@@ -300,11 +309,10 @@ def _package_items(*, recruitment: Recruitment, rng: random.Random) -> list[int]
     )
     if study.overlap:
         regular = regular.filter(taken__lt=study.overlap)
-    chosen = list(
-        regular.order_by("taken", "position", "id").values_list("id", flat=True)[
-            : recruitment.items_per_participant
-        ]
-    )
+    groups = package_groups(regular.order_by("taken", "position", "id"), study=study)
+    shares = round_robin_shares([len(g) for g in groups], recruitment.items_per_participant)
+    picked = [group[:share] for group, share in zip(groups, shares, strict=True)]
+    chosen = [item_id for taken in zip_longest(*picked) for item_id in taken if item_id is not None]
     if not chosen:
         return []
     checks = list(
@@ -355,9 +363,7 @@ def participant_finish(*, participant: Participant) -> Participant:
     participant = _locked(participant)
     if participant.status != Status.WORKING:
         return participant
-    if Assignment.objects.filter(
-        study=participant.study, annotator_id=participant.user_id, completed_at__isnull=True
-    ).exists():
+    if not package_of(participant=participant).complete:
         raise ValidationError("Some items of your package are still unanswered.")
     return _ended(participant, Status.DONE, participant.study.recruitment.completion_code)
 
@@ -439,6 +445,10 @@ def gold_answer_set(
     """
     if question.study_id != item.study_id:
         raise ValidationError({"question": "The question belongs to another study."})
+    if question.scope and not question_items(question).filter(pk=item.pk).exists():
+        raise ValidationError(
+            {"question": f"{question.key!r} is not asked about this item (its scope)."}
+        )
     if use not in GoldAnswer.Use.values:
         raise ValidationError({"use": f"Use one of {', '.join(GoldAnswer.Use.values)}."})
     cleaned = gold_value_clean(item=item, question=question, value=value)

@@ -45,6 +45,7 @@ from apps.recruitment.selectors import (
     gold_signals_of,
     gold_use_questions,
     package_of,
+    package_plan,
     participant_of,
     participant_of_user,
     participant_page,
@@ -500,6 +501,7 @@ def _manage_page(
             "link": f"{link}?{LINK_QUERIES[recruitment.platform]}",
             "participants": participants,
             "capacity": recruitment_capacity(recruitment=recruitment),
+            "plan": package_plan(recruitment=recruitment),
             "accuracy": [
                 (row, platform_ids.get(row.annotator_id, ""))
                 for row in gold_accuracy(study=study).values()

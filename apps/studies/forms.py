@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -13,10 +14,13 @@ from django.template.loader import render_to_string
 
 from apps.studies.kinds import QUALITY, QuestionKind, clean_question_settings, own_settings
 from apps.studies.models import RESERVED_SHORTCUTS, Label, Question, Study
-from apps.studies.selectors import label_answer_counts
+from apps.studies.scope import ITEM_KINDS, clean_scope, scope_text
+from apps.studies.selectors import coverage_mixed, label_answer_counts, question_coverage
 from core.forms import JSONTextField, ServiceFormMixin
 
 T = TypeVar("T")
+ITEM_KIND_CHOICES = [(kind, kind.capitalize()) for kind in ITEM_KINDS]
+SCOPE_FIELDS = ("scope_kinds", "scope_tags", "scope_items")
 LABEL_FIELDS = ("key", "name", "shortcut", "valence", "arousal")
 
 
@@ -68,6 +72,32 @@ class QuestionForm(ServiceFormMixin, forms.Form):
         help_text="The labels go from low to high in the order of the rows (a Likert scale): "
         "agreement then counts near misses as partly right.",
     )
+    instructions = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="Shown above this question on its pages, instead of the study's "
+        "instructions (empty: the study's). Markdown: **bold**, lists, links.",
+    )
+    scope_kinds = forms.MultipleChoiceField(
+        label="Item kinds",
+        choices=ITEM_KIND_CHOICES,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Ask this question only about items of these kinds (none ticked: any kind).",
+    )
+    scope_tags = forms.CharField(
+        label="Items tagged",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "autocapitalize": "none"}),
+        help_text="One line per metadata column of the import: column = value, value (any "
+        "of them), e.g. group = sentence. Empty: any item.",
+    )
+    scope_items = forms.CharField(
+        label="Only these items",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "autocapitalize": "none"}),
+        help_text="External ids, separated by spaces, commas or new lines. Empty: any item.",
+    )
     advanced = JSONTextField(
         shape=dict,
         example='{"quality": {...}}',
@@ -81,6 +111,43 @@ class QuestionForm(ServiceFormMixin, forms.Form):
         super().__init__(*args, **kwargs)
         if not kind.has_labels:
             del self.fields["ordered"]
+
+    def clean_scope_tags(self) -> dict[str, list[str]]:
+        """``column = a, b`` lines as ``{"column": ["a", "b"]}``."""
+        tags: dict[str, list[str]] = {}
+        for line in self.cleaned_data.get("scope_tags", "").splitlines():
+            if not line.strip():
+                continue
+            column, equals, values = line.partition("=")
+            names = [value.strip() for value in values.split(",") if value.strip()]
+            if not equals or not column.strip() or not names:
+                raise ValidationError(f"Write {line.strip()!r} as column = value, value.")
+            tags.setdefault(column.strip(), []).extend(names)
+        return tags
+
+    def clean_scope_items(self) -> list[str]:
+        return re.findall(r"[^\s,]+", self.cleaned_data.get("scope_items", ""))
+
+    def scope(self) -> dict[str, Any]:
+        """The scope as typed, for :func:`apps.studies.scope.clean_scope`."""
+        data = self.cleaned_data
+        return {
+            "kinds": list(data.get("scope_kinds") or []),
+            "metadata": data.get("scope_tags") or {},
+            "items": data.get("scope_items") or [],
+        }
+
+
+def scope_initial(scope: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored scope as the editor's fields show it."""
+    return {
+        "scope_kinds": list(scope.get("kinds", [])),
+        "scope_tags": "\n".join(
+            f"{column} = {', '.join(str(v) for v in values)}"
+            for column, values in (scope.get("metadata") or {}).items()
+        ),
+        "scope_items": "\n".join(scope.get("items", [])),
+    }
 
 
 class LabelForm(ServiceFormMixin, forms.ModelForm):
@@ -188,6 +255,8 @@ class QuestionEditor:
         if question is not None:
             initial |= {"key": question.key, "prompt": question.prompt}
             initial["ordered"] = question.ordered
+            initial["instructions"] = question.instructions
+            initial |= scope_initial(question.scope or {})
         fields = set(kind.settings_form.base_fields) if kind.settings_form else set()
         initial["advanced"] = {k: v for k, v in settings.items() if k not in fields}
         rows: list[dict[str, Any]] | None = None
@@ -217,6 +286,21 @@ class QuestionEditor:
             if kind.settings_form
             else None
         )
+
+    def coverage(self) -> dict[str, Any] | None:
+        """What the saved question's scope covers: ``text`` (the scope in words), ``total``
+        items, ``kinds`` (item kind -> count) and ``mixed`` (several media kinds: a question
+        asked of sentences and audio clips alike is rarely meant). ``None`` for a new one."""
+        if self.question is None:
+            return None
+        counts = question_coverage(self.question)
+        return {
+            "text": scope_text(self.question.scope),
+            "total": counts["total"],
+            "kinds": {kind: n for kind, n in counts.items() if kind != "total"},
+            "mixed": coverage_mixed(counts),
+            "problem": self.kind.scope_problem(self.question),
+        }
 
     def label_rows(self) -> list[tuple[LabelForm, int]]:
         """Each label row with the number of answers its label has (saved questions)."""
@@ -256,6 +340,11 @@ class QuestionEditor:
                 clean_question_settings(self.kind.key, self.settings_data())
             except ValidationError as exc:
                 self.add_service_error(exc)
+        if not any(name in self.form.errors for name in SCOPE_FIELDS):
+            try:
+                clean_scope(self.form.scope())
+            except ValidationError as exc:
+                self.add_service_error(exc)
         return not self.has_errors
 
     def settings_data(self) -> dict[str, Any]:
@@ -277,8 +366,9 @@ class QuestionEditor:
 
     def cleaned_data(self) -> dict[str, Any]:
         """The keyword arguments of ``question_create`` / ``question_update``."""
-        data = {name: self.form.cleaned_data[name] for name in ("key", "prompt")}
+        data = {name: self.form.cleaned_data[name] for name in ("key", "prompt", "instructions")}
         data["settings"] = self.settings_data()
+        data["scope"] = self.form.scope()
         if self.labels is not None:
             data["ordered"] = self.form.cleaned_data["ordered"]
             data["labels"] = self.label_data()
@@ -311,6 +401,11 @@ class QuestionEditor:
                 self.form.add_error(key, messages)
             elif self.settings is not None and key in self.settings.fields:
                 self.settings.add_error(key, messages)
+            elif key == "scope":
+                for message in messages:
+                    part = message.partition(":")[0]
+                    field = {"kinds": "scope_kinds", "metadata": "scope_tags"}.get(part)
+                    self.form.add_error(field or "scope_items", message)
             elif key in ("settings", QUALITY, "advanced"):
                 self.form.add_error("advanced", messages)
             else:

@@ -157,6 +157,12 @@ class QuestionKind:
         and its ``labels`` (unsaved, in scale order)."""
         return {}
 
+    def scope_problem(self, question: Question) -> str:
+        """What is wrong with the items the question's scope covers, for this kind ("" if
+        nothing): the question editor and the overview show it as a warning. The default
+        finds nothing."""
+        return ""
+
     def progress(self, *, question: Question, annotator: Account) -> dict[str, int]:
         """The annotator's ``{"done": n, "total": n}`` on ``question``, as its page shows it
         (the one definition the home card and the kind's page share).
@@ -166,7 +172,9 @@ class QuestionKind:
         """
         from apps.annotations.selectors import annotator_progress
 
-        return annotator_progress(annotator=annotator, study=question.study)
+        study = question.study  # its questions prefetched by the home page: no query then
+        queued = [q for q in study.questions.all() if q.kind in queue_kinds()]
+        return annotator_progress(annotator=annotator, study=study, questions=queued)
 
     # ----------------------------------------------------------------- quality statistics
 

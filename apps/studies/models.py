@@ -99,6 +99,16 @@ class Question(models.Model):
     settings = models.JSONField(
         default=dict, blank=True, help_text="Kind-specific settings (continuous, pairwise)."
     )
+    scope = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The items the question applies to (apps.studies.scope): item kinds, "
+        "metadata tags, external ids; empty: every item.",
+    )
+    instructions = models.TextField(
+        blank=True,
+        help_text="Markdown shown on this question's pages (the study's when empty).",
+    )
 
     class Meta:
         ordering = ["study_id", "position", "id"]

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from functools import reduce
+from operator import or_
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.db.models import Count, F, QuerySet
+from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q, QuerySet
 
 from apps.studies.kinds import question_kind, queue_kinds
 from apps.studies.models import Membership, Question, Study
+from apps.studies.scope import ITEM_KINDS, scope_filter, scope_matches
 from core.types import Account, Visitor
+
+if TYPE_CHECKING:
+    from apps.items.models import Item
 
 
 def studies_for_user(*, user: Visitor) -> QuerySet[Study]:
@@ -125,3 +131,114 @@ def annotators_tasks(*, study: Study, rows: Iterable[dict[str, Any]]) -> list[di
         }
         for row in rows
     ]
+
+
+# ----------------------------------------------------------------- questions scoped to items
+
+
+def question_item_filter(question: Question, *, prefix: str = "") -> Q:
+    """The items ``question`` applies to, as a condition on ``Item`` (``prefix``: the path to
+    the item from the model filtered, e.g. ``"item__"`` from an assignment).
+
+    The one definition of a question's items (:mod:`apps.studies.scope`): the label queue,
+    the comparison scheduler, the trace pages, recruited packages, progress and the editor's
+    counts all filter with it. ``Q()`` for a question without a scope (every item).
+    """
+    return scope_filter(question.scope, prefix=prefix)
+
+
+def question_items(question: Question) -> QuerySet[Item]:
+    """The study's items ``question`` applies to, in queue order."""
+    from apps.items.models import Item
+
+    return Item.objects.filter(question_item_filter(question), study_id=question.study_id).order_by(
+        "position", "id"
+    )
+
+
+def items_of_any(questions: Iterable[Question], *, prefix: str = "") -> Q:
+    """Items at least one of ``questions`` applies to; ``Q()`` (every item) when one of them
+    has no scope, and no item at all when ``questions`` is empty."""
+    conditions = [question_item_filter(question, prefix=prefix) for question in questions]
+    if not conditions:
+        return Q(pk__in=[])
+    if any(not condition for condition in conditions):
+        return Q()
+    return reduce(or_, conditions)
+
+
+def question_covers(question: Question, item: Item) -> bool:
+    """Whether ``question`` applies to ``item`` (no query: the test of
+    :func:`question_item_filter` on the loaded item)."""
+    return scope_matches(
+        question.scope, kind=item.kind, metadata=item.metadata, external_id=item.external_id
+    )
+
+
+def covering_questions(questions: Sequence[Question], item: Item) -> list[Question]:
+    """Those of ``questions`` that apply to ``item``, in their order."""
+    return [question for question in questions if question_covers(question, item)]
+
+
+CALIBRATION = "calibration"
+"""What :func:`question_coverage` calls text items naming a known signal (``metadata
+["signal"]``): the trace recorder's green calibration screens, not sentences."""
+
+
+def question_coverage(question: Question) -> dict[str, int]:
+    """How many of the study's items ``question`` applies to, in all and by item kind, text
+    items with a known signal counted apart as ``calibration`` (``{"total": n, "text": n,
+    "audio": n, "calibration": n, ...}``, kinds without items left out): the question editor
+    shows it and warns when one question covers several kinds."""
+    rows = (
+        question_items(question)
+        .order_by()
+        .annotate(
+            green=ExpressionWrapper(
+                Q(kind="text", metadata__has_key="signal"), output_field=BooleanField()
+            )
+        )
+        .values_list("kind", "green")
+        .annotate(n=Count("id"))
+    )
+    counts: dict[str, int] = {}
+    for kind, green, n in rows:
+        name = CALIBRATION if green else kind
+        counts[name] = counts.get(name, 0) + n
+    order = [*ITEM_KINDS, CALIBRATION]
+    return {"total": sum(counts.values())} | {k: counts[k] for k in order if k in counts}
+
+
+def instructions_for(*, study: Study, questions: Sequence[Question]) -> str:
+    """The instructions (Markdown) of a page that asks ``questions``: their own, in order,
+    or the study's when none of them has any."""
+    own = [question.instructions.strip() for question in questions if question.instructions]
+    return "\n\n".join(own) if own else study.instructions
+
+
+def coverage_mixed(counts: dict[str, int]) -> bool:
+    """Whether a question's items (:func:`question_coverage`) are of several kinds, which is
+    rarely meant: green calibration screens beside audio or video clips are the one mix taken
+    as meant (a trace question calibrates on them)."""
+    kinds = {kind for kind, n in counts.items() if kind != "total" and n}
+    if kinds & {"audio", "video"}:
+        kinds -= {CALIBRATION}
+    return len(kinds) > 1
+
+
+def questions_covering(*, study: Study) -> list[Question]:
+    """The study's questions with their labels, each with ``coverage``
+    (:func:`question_coverage`), ``mixed`` (:func:`coverage_mixed`) and ``scope_text`` (its
+    scope in words) set, for the
+    overview's list of questions (one query per question)."""
+    from apps.studies.kinds import question_kind
+    from apps.studies.scope import scope_text
+
+    questions = list(study.questions.prefetch_related("labels"))
+    for question in questions:
+        question.coverage = question_coverage(question)  # type: ignore[attr-defined]
+        question.mixed = coverage_mixed(question.coverage)  # type: ignore[attr-defined]
+        problem = question_kind(question.kind).scope_problem(question)
+        question.scope_problem = problem  # type: ignore[attr-defined]
+        question.scope_text = scope_text(question.scope)  # type: ignore[attr-defined]
+    return questions

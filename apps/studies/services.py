@@ -11,12 +11,22 @@ from django.db.models import Exists, OuterRef
 
 from apps.studies.kinds import clean_question_settings, question_kind
 from apps.studies.models import Label, Membership, Question, Study
-from apps.studies.selectors import label_answer_counts
+from apps.studies.scope import clean_scope
+from apps.studies.selectors import label_answer_counts, question_item_filter
 from core.limits import labels_count_check
 from core.types import Account
 
 STUDY_FIELDS = ("name", "instructions", "overlap", "repeat_rate")
-QUESTION_FIELDS = ("key", "prompt", "kind", "ordered", "position", "settings")
+QUESTION_FIELDS = (
+    "key",
+    "prompt",
+    "kind",
+    "ordered",
+    "position",
+    "settings",
+    "scope",
+    "instructions",
+)
 LABEL_FIELDS = ("key", "name", "shortcut", "position", "valence", "arousal")
 
 
@@ -158,8 +168,14 @@ def question_create(
     position: int | None = None,
     settings: dict[str, Any] | None = None,
     labels: Sequence[dict[str, Any]] = (),
+    scope: dict[str, Any] | None = None,
+    instructions: str = "",
 ) -> Question:
-    """Add a question (and, for categorical questions, its labels) to a study."""
+    """Add a question (and, for categorical questions, its labels) to a study.
+
+    ``scope`` chooses the items it applies to (:mod:`apps.studies.scope`; empty: every item);
+    ``instructions`` (Markdown) are shown on its pages instead of the study's.
+    """
     if position is None:
         position = study.questions.count()
     question = Question(
@@ -170,6 +186,8 @@ def question_create(
         ordered=ordered,
         position=position,
         settings=clean_question_settings(kind, settings),
+        scope=clean_scope(scope),
+        instructions=instructions or "",
     )
     question.full_clean()
     question.save()
@@ -196,6 +214,10 @@ def question_update(
     for name, value in fields.items():
         setattr(question, name, value)
     question.settings = clean_question_settings(question.kind, question.settings)
+    question.scope = clean_scope(question.scope)
+    question.instructions = question.instructions or ""
+    if answered:
+        _scope_check_answers(question)
     if answered:  # (then the kind is unchanged)
         changed = [name for name in kind.answer_settings if before[name] != question.settings[name]]
         if changed:
@@ -208,11 +230,46 @@ def question_update(
             )
     question.full_clean()
     question.save()
+    if "scope" in fields and question.study.is_running:  # a wider scope: the new items' work
+        from apps.annotations.services import assignments_fill
+
+        assignments_fill(study=question.study)
     if labels is not None and question_kind(question.kind).has_labels:
         if len(labels) < 2:
             raise ValidationError({"labels": "A categorical question needs at least two labels."})
         _labels_write(question=question, labels=labels)
     return question
+
+
+def _scope_check_answers(question: Question) -> None:
+    """Refuse a scope that leaves out items the question already has answers about: the
+    answers would drop out of its analysis and exports unannounced. (Answers are never
+    deleted; a question asked about the wrong items is best replaced by a new one.)"""
+    from apps.annotations.models import Annotation
+    from apps.items.models import Item
+    from apps.preferences.models import Judgement
+
+    inside = Item.objects.filter(question_item_filter(question), study_id=question.study_id)
+    answered = Annotation.objects.filter(
+        question=question, current_revision__value__isnull=False
+    ).exclude(item__in=inside)
+    judged = (
+        Judgement.objects.filter(question=question)
+        .kept()
+        .exclude(item_a__in=inside, item_b__in=inside)
+    )
+    outside = set(answered.values_list("item__external_id", flat=True)[:6])
+    outside |= set(judged.values_list("item_a__external_id", flat=True)[:6])
+    outside |= set(judged.values_list("item_b__external_id", flat=True)[:6])
+    outside -= set(inside.filter(external_id__in=outside).values_list("external_id", flat=True))
+    if outside:
+        names = ", ".join(sorted(outside)[:5]) + (" and more" if len(outside) > 5 else "")
+        raise ValidationError(
+            {
+                "scope": "This scope leaves out items the question already has answers "
+                f"about ({names}); widen it to include them, or add a new question."
+            }
+        )
 
 
 @transaction.atomic

@@ -26,6 +26,7 @@ from apps.studies.selectors import (
     annotator_tasks,
     annotators_tasks,
     can_create_studies,
+    questions_covering,
     studies_with_my_role,
 )
 from apps.studies.services import (
@@ -104,7 +105,7 @@ def study_overview(request: HttpRequest, study_id: int) -> HttpResponse:
     )
     context |= {
         "instructions": render_markdown(study.instructions),
-        "questions": study.questions.prefetch_related("labels"),
+        "questions": questions_covering(study=study),
         "progress": progress,
         "progress_rows": annotators_tasks(study=study, rows=progress),
         "status_message": STATUS_MESSAGES[study.status],

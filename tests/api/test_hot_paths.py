@@ -21,8 +21,9 @@ from tests.query_plans import full_scans, sorted_reads
 # question's adaptive-overlap rule. Before: 22, then 17 (knox's sweep of the user's other
 # tokens, the assignment read again by the service and the membership check: 3 more).
 SUBMIT_QUERIES = 14
-# The token with its user, the study with the user's role, the next assignment, the progress.
-NEXT_QUERIES = 4
+# The token with its user, the study with the user's role, the queue questions (their scopes
+# choose the queue's items: issue 24), the next assignment, the progress.
+NEXT_QUERIES = 5
 # What ``include_next`` adds to an answer: the next assignment and the progress.
 NEXT_IN_ANSWER_QUERIES = 2
 

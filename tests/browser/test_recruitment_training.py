@@ -122,7 +122,11 @@ def test_pairwise_training_shows_the_expected_order_and_qualifies(
         page.wait_for_function(WAIT_FOR_NEXT, arg=ticket)
         answers += 1
         assert answers < 20
-    expect(page.get_by_role("heading", name="ranking is complete")).to_be_visible()
+    # the last answer sends the participant on to the completion code (before: the comparison
+    # page said "ranking is complete" with a link back to the staff's home page)
+    expect(page.get_by_role("heading", name="Thank you, you are done!")).to_be_visible(
+        timeout=20_000
+    )
     assert answers >= 4  # at least two checks met
     assert shapes[True] == shapes[False]
     assert "check" not in page.content().lower()

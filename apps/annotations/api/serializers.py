@@ -42,6 +42,11 @@ class QueueEntrySerializer(serializers.Serializer):
     assignment = serializers.IntegerField(source="assignment.pk")
     round = serializers.IntegerField(source="assignment.round", help_text="2 = a repeat.")
     item = ItemSerializer(source="assignment.item")
+    questions = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Keys of the questions to answer about this item: the queue questions whose "
+        "scope covers it (an answer to another is refused).",
+    )
     progress = ProgressSerializer()
 
 

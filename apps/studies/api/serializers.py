@@ -6,9 +6,13 @@ keyword arguments, and the service's ``ValidationError`` comes back as a 400.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
+from apps.items.models import Item
 from apps.studies.models import Label, Membership, Question, Study
+from apps.studies.selectors import question_items
 
 
 class StudySerializer(serializers.ModelSerializer):
@@ -55,13 +59,62 @@ class LabelSerializer(serializers.ModelSerializer):
         }
 
 
+class QuestionScopeSerializer(serializers.Serializer):
+    """The items a question applies to (every part given must hold; ``{}``: every item)."""
+
+    kinds = serializers.ListField(
+        child=serializers.ChoiceField(choices=Item.Kind.choices),
+        required=False,
+        help_text="Item kinds (any of them).",
+    )
+    metadata = serializers.DictField(
+        child=serializers.JSONField(),
+        required=False,
+        help_text='Metadata column -> value or list of values (any of them), e.g. {"group": '
+        '"sentence"}; compared as imported (CSV columns are text).',
+    )
+    items = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        help_text="Item external ids (any of them).",
+    )
+
+    def to_internal_value(self, data: Any) -> Any:
+        """Unknown keys are refused, not dropped: a mistyped ``"kind"`` would otherwise
+        silently mean every item."""
+        if isinstance(data, dict) and (unknown := sorted(set(data) - set(self.fields))):
+            raise serializers.ValidationError(
+                f"Unknown scope keys: {', '.join(unknown)}; use {', '.join(self.fields)}."
+            )
+        return super().to_internal_value(data)
+
+
 class QuestionSerializer(serializers.ModelSerializer):
     labels = LabelSerializer(many=True, read_only=True)
+    scope = QuestionScopeSerializer(read_only=True)
+    items_covered = serializers.SerializerMethodField(
+        help_text="How many of the study's items the question applies to."
+    )
 
     class Meta:
         model = Question
-        fields = ["id", "key", "prompt", "kind", "ordered", "position", "settings", "labels"]
+        fields = [
+            "id",
+            "key",
+            "prompt",
+            "kind",
+            "ordered",
+            "position",
+            "settings",
+            "scope",
+            "instructions",
+            "items_covered",
+            "labels",
+        ]
         read_only_fields = fields
+
+    def get_items_covered(self, question: Question) -> int:
+        return question_items(question).count()
 
 
 class QuestionWriteSerializer(serializers.ModelSerializer):
@@ -72,10 +125,29 @@ class QuestionWriteSerializer(serializers.ModelSerializer):
         "scale: labels are kept by key, and one that annotations use cannot be removed.",
     )
 
+    scope = QuestionScopeSerializer(
+        required=False,
+        help_text="The items the question applies to: kinds, metadata tags and/or external "
+        "ids; {} or absent: every item. A scope that leaves out answered items is refused.",
+    )
+
     class Meta:
         model = Question
-        fields = ["key", "prompt", "kind", "ordered", "position", "settings", "labels"]
-        extra_kwargs = {"position": {"help_text": "Defaults to after the last question."}}
+        fields = [
+            "key",
+            "prompt",
+            "kind",
+            "ordered",
+            "position",
+            "settings",
+            "scope",
+            "instructions",
+            "labels",
+        ]
+        extra_kwargs = {
+            "position": {"help_text": "Defaults to after the last question."},
+            "instructions": {"help_text": "Markdown shown on the question's pages."},
+        }
 
 
 class MembershipSerializer(serializers.ModelSerializer):

@@ -242,3 +242,17 @@ def test_the_items_list_shows_and_sorts_by_predicted_disagreement(client, text_s
     assert all(item.predicted is None for item in rows[len(expected) :])  # answered: none
     assert "Predicted disagreement" in page.content.decode()
     assert f'data-predicted="{rows[0].predicted}"' in page.content.decode()
+
+
+def test_the_forecast_predicts_only_the_items_the_question_applies_to(text_study):
+    """Issue 24: a question scoped to some items gets no prediction for the others (a
+    calibration screen is no sentence to forecast)."""
+    from apps.studies.services import question_update
+
+    study, items, _ = text_study
+    question = study.questions.get()
+    kept = [item.external_id for item in items[:35]]
+    question_update(question=question, scope={"items": kept})
+    forecast = disagreement_forecast_train(question=question)
+    predicted = set(forecast.predictions.values_list("item_id", flat=True))
+    assert predicted == {item.pk for item in items[N_ANSWERED:35]}
