@@ -375,6 +375,14 @@ def rows_figures(*, study: Any, left_out: Collection[int] = ()) -> dict[str, Any
                 .values_list("annotator_id", flat=True)
             )
         )
+        if not ids:  # no answers in the file: no rows to compute on
+            none = [None, None, None]
+            out[question.key] = {"annotators": 0, "answers": 0, "items": 0}
+            out[question.key] |= {"level": "ordinal" if question.ordered else "nominal"}
+            out[question.key] |= {"alpha": none} | (
+                {} if question.ordered else {"fleiss_kappa": none}
+            )
+            continue
         keys = list(question.labels.values_list("key", flat=True))
         _, ratings = question_ratings(question_id=question.pk, annotator_ids=ids, value_keys=keys)
         found = rows_agreement(

@@ -25,6 +25,7 @@ from apps.annotations.exporting import (
 from apps.annotations.management.commands import export_annotations
 from apps.annotations.selectors import assignment_next
 from apps.annotations.services import annotations_submit
+from tests.factories import running_study
 
 pytestmark = pytest.mark.django_db
 
@@ -377,3 +378,14 @@ def test_git_commit_follows_loose_and_packed_refs_and_worktrees(settings, tmp_pa
     (worktree / "meta" / "commondir").write_text("../../.git\n")
     settings.BASE_DIR = worktree
     assert _git_commit() == COMMIT.replace("0", "f")
+
+
+def test_the_provenance_of_a_question_without_answers_says_it_rests_on_no_rows(db):
+    """A study whose categorical question has no answer yet (a mixed study's label question
+    before anyone reached it): the figures on the rows were a ValueError ("ratings is
+    empty"), so no export of the study could be provenanced."""
+    study, _ = running_study(n_items=3, n_annotators=2)
+    record = provenance(study=study, curated=True, include_history=False, fmt="csv")
+    (entry,) = record["figures_on_rows"]["questions"].values()
+    assert (entry["annotators"], entry["answers"], entry["items"]) == (0, 0, 0)
+    assert entry["alpha"] == [None, None, None]
