@@ -14,14 +14,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from django.core.files.base import ContentFile
+from django.test import Client
+from django.urls import reverse
 from playwright.sync_api import expect
 
 from apps.annotations.models import Assignment
 from apps.demo.continuous import tone_sweep_wav
 from apps.items.models import Item
 from apps.preferences.models import Judgement
-from apps.recruitment.models import Participant
-from apps.recruitment.services import item_gold_signal_set, recruitment_update
+from apps.recruitment.models import GoldAnswer, Participant
+from apps.recruitment.services import gold_answer_set, item_gold_signal_set, recruitment_update
 from apps.studies.models import Question, Study
 from apps.studies.services import question_create, question_update, study_set_status
 from tests.factories import SENTIMENT_LABELS, StudyFactory
@@ -66,9 +68,23 @@ def mixed(live_server):
             position=2,
         )
     )
+    items.append(
+        Item(
+            study=study,
+            external_id="t0",
+            text="Training: what a wonderful gift.",
+            metadata={"group": "sentence"},
+            position=5,
+        )
+    )
     for item in items:
         item.save()
     item_gold_signal_set(item=items[2], values=np.linspace(0.1, 0.9, 7), rate_hz=2.0)
+    likert = study.questions.get(key="likert")
+    gold_answer_set(
+        item=items[3], question=likert, value={"label": "positive"},
+        reason="the sentence praises the gift", use=GoldAnswer.Use.TRAINING,
+    )  # fmt: skip
     clips = []
     for n in range(2):
         clip = Item(
@@ -81,7 +97,7 @@ def mixed(live_server):
     study_set_status(study=study, status=Study.Status.RUNNING)
     recruitment = recruitment_update(
         study=study, is_open=True, items_per_participant=4, check_rate=0.0,
-        completion_code="MIXED0K",
+        completion_code="MIXED0K", consent_text="Three short tasks: label, trace, compare.",
     )  # fmt: skip
     yield study, recruitment
     for clip in clips:
@@ -92,6 +108,13 @@ def test_a_participant_gets_scoped_label_trace_and_pairwise_work(mixed, open_pag
     _study, recruitment = mixed
     page = open_page(viewport={"width": 390, "height": 844})
     page.goto(f"/join/{recruitment.token}/?PROLIFIC_PID=mix1&STUDY_ID=s1&SESSION_ID=a1")
+    expect(page.get_by_text("Three short tasks: label, trace, compare.")).to_be_visible()
+    page.get_by_role("button", name="I agree, start").click()
+    expect(page.get_by_role("heading", name="Training", exact=True)).to_be_visible()
+    expect(page.get_by_text("Training: what a wonderful gift.")).to_be_visible()
+    page.locator("button.label-button", has_text="Positive").click()  # the task's own buttons
+    expect(page.locator(".feedback h2")).to_have_text("Right!")
+    page.get_by_role("link", name="Continue").click()
     expect(page.get_by_role("heading", name="You qualified")).to_be_visible(timeout=20_000)
     page.get_by_role("button", name="Start the task").click()
     participant = Participant.objects.get()
@@ -124,6 +147,7 @@ def test_a_participant_gets_scoped_label_trace_and_pairwise_work(mixed, open_pag
         expect(play).to_be_enabled(timeout=20_000)
         expect(page.locator(".instructions")).to_contain_text(TRACE_HELP)
         expect(page.get_by_text(LIKERT_HELP)).to_have_count(0)
+        expect(page.get_by_role("link", name="My studies")).to_have_count(0)  # no staff chrome
         recorder = page.locator("[data-trace-recorder]")
         stimuli.append(
             (recorder.locator("audio").count(), recorder.locator("canvas.trace-stimulus").count())
@@ -155,6 +179,13 @@ def test_a_participant_gets_scoped_label_trace_and_pairwise_work(mixed, open_pag
     }
     participant.refresh_from_db()
     assert participant.status == Participant.Status.DONE
+    # the manager's payment file names the participant with their completion code
+    manager = Client()
+    manager.force_login(_study.created_by)
+    payments = manager.get(reverse("recruitment:payments", args=[_study.pk]))
+    text = b"".join(payments.streaming_content if payments.streaming else [payments.content])
+    assert b"mix1" in text
+    assert b"MIXED0K" in text
 
 
 def test_the_manager_sees_what_each_question_covers_and_what_a_package_holds(
