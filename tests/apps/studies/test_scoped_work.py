@@ -460,3 +460,33 @@ def test_the_export_provenance_states_each_questions_scope():
         {"key": "better", "kind": "pairwise", "scope": {"metadata": {"group": ["sentence"]}},
          "items": 4},
     ]  # fmt: skip
+
+
+def test_an_htmx_answer_brings_the_next_items_instructions(client):
+    """Two label questions with their own instructions on different items: the queue swaps
+    only the item area, so the instructions at the top stayed those of the first item."""
+    from apps.studies.services import question_create, question_update
+    from tests.factories import SENTIMENT_LABELS
+
+    mixed = mixed_study()
+    question_update(question=mixed.likert, instructions="Rate the sentence's tone.")
+    question_create(
+        study=mixed.study, key="clarity", prompt="Is it clear?", labels=SENTIMENT_LABELS,
+        scope={"items": ["cal0"]}, instructions="Say whether the screen is clear.",
+    )  # fmt: skip
+    (user,) = opened(mixed)
+    client.force_login(user)
+    url = reverse("annotations:queue", args=[mixed.study.pk])
+    assert "Rate the sentence" in client.get(url).content.decode()
+    for _ in range(len(mixed.sentences)):
+        initial = client.get(url).context["form"].initial
+        answer = {
+            "idempotency_key": str(initial["idempotency_key"]),
+            "ticket": initial["ticket"],
+            f"q{mixed.likert.pk}": "neutral",
+        }
+        html = client.post(url, answer, HTTP_HX_REQUEST="true").content.decode()
+    # the sentences are done: the next item is the calibration screen, asked "clarity" alone
+    assert 'id="queue-instructions" hx-swap-oob="innerHTML"' in html
+    swapped = html[html.index('id="queue-instructions"') :]
+    assert "Say whether the screen is clear." in swapped[: swapped.index("</div>")]
