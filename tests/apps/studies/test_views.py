@@ -294,3 +294,44 @@ def test_server_error_page_renders_without_a_request():
     html = render_to_string("500.html")
     assert "Something went wrong" in html
     assert "studio.css" in html
+
+
+def test_done_means_the_same_on_the_home_card_the_queue_the_api_and_the_overview(client):
+    """One notion of "done" (issue 27): the annotator who answered every assigned item is done
+    on their home card, on the queue page, for the API's next item (204) and in the manager's
+    overview; one answer short, none of them says so."""
+    import uuid
+
+    from rest_framework.test import APIClient
+
+    from apps.annotations.selectors import assignment_next
+    from apps.annotations.services import annotations_submit
+    from tests.factories import running_study
+
+    study, (annotator, *_) = running_study(n_items=3, n_annotators=2)
+    question = study.questions.get()
+    api = APIClient()
+    api.force_authenticate(annotator)
+
+    def said() -> dict[str, bool]:
+        client.force_login(annotator)
+        home = client.get(reverse("studies:home")).content.decode()
+        queue = client.get(reverse("annotations:queue", args=[study.pk])).content.decode()
+        nxt = api.get(f"/api/studies/{study.pk}/next/")
+        client.force_login(study.created_by)
+        overview = client.get(overview_url(study)).content.decode()
+        row = overview[overview.index(f">{annotator.username}</th>") :]
+        return {
+            "home": "All done" in home,
+            "queue": "Thank you, all done!" in queue,
+            "api": nxt.status_code == 204,
+            "overview": "(100%)" in row[: row.index("</tr>")],
+        }
+
+    while (assignment := assignment_next(annotator=annotator, study=study)) is not None:
+        assert not any(said().values())
+        annotations_submit(
+            annotator=annotator, assignment=assignment, answers={question: "neutral"},
+            idempotency_key=uuid.uuid4(),
+        )  # fmt: skip
+    assert all(said().values()), said()
