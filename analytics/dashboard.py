@@ -136,6 +136,14 @@ def _cell(
         return {"text": f"{n} {unit}: too few", "evidence": ""}
     stored = indicators.get("intervals", {}).get(spec.interval) if spec.interval else None
     entry = stored[k] if stored and k < len(stored) else None
+    if entry is not None and (entry[1] is None or entry[2] is None):  # estimate, no interval
+        estimate = spec.text(value) if value is not None else interval_text(entry, spec.format)
+        return {  # not "[–, –]": the evidence is too thin for the interval to be trusted
+            "text": f"{estimate} [too few for an interval]",
+            "estimate": estimate,
+            "bounds": "[too few for an interval]",
+            "evidence": evidence_text(entry, spec.evidence),
+        }
     if entry is not None:
         text = interval_text(entry, spec.format)
         estimate, _, bounds = text.partition(" [")

@@ -308,3 +308,22 @@ def test_histograms_bin_many_distinct_distances_and_keep_every_count():
     assert plot["charts"][1]["bars"][-1]["title"].endswith("100% of shared items")
     few = aad_histograms({"aad_differences": [0.0, 1.0, 2.0], "aad_counts": [[2, 1, 1]]}, ["a"])
     assert [t["label"] for t in few["ticks"]] == ["0", "1", "2"]
+
+
+def test_a_figure_whose_interval_is_not_shown_says_so_instead_of_dashes():
+    """MACE trust keeps its estimate where its interval is not calibrated (sparse designs,
+    issue 23); the table showed "0.97 [–, –]", which reads like missing data."""
+    from analytics.config import quality_config
+    from analytics.dashboard import _cell
+    from apps.categorical.indicators import MACE_TRUST
+
+    indicators = {
+        "values": {"mace_trust": [0.97]},
+        "evidence": {MACE_TRUST.evidence: [35]},
+        "intervals": {"mace_trust": [[0.97, None, None, 35]]},
+    }
+    cell = _cell(MACE_TRUST, 0, indicators, quality_config())
+    assert cell["text"] == "0.97 [too few for an interval]"
+    assert cell["evidence"] == "35 items"
+    indicators["intervals"]["mace_trust"] = [[0.97, 0.9, 1.0, 35]]
+    assert _cell(MACE_TRUST, 0, indicators, quality_config())["text"] == "0.97 [0.90, 1.00]"
