@@ -386,6 +386,13 @@ def derive_competence(
     return json_ready(fit.competence), {"ds_iterations": fit.n_iter, "ds_converged": fit.converged}
 
 
+def _times(factor: float) -> str:
+    """A Bayes factor as words: "4.2 times", "180 times", "over a million times"."""
+    if factor >= 1e6:
+        return "over a million times"
+    return f"{factor:.1f} times" if factor < 100 else f"{factor:,.0f} times"
+
+
 def crowd_figures(
     ratings: NDArray[np.float64],
     annotators: Sequence[int],
@@ -452,7 +459,7 @@ def crowd_figures(
                 "indicator": MACE_TRUST.key,
                 "reason": (
                     f"{notes[MACE_TRUST.key][int(annotators[k])]}; its answers fit random "
-                    f"answering {spam.bayes_factor[k]:.1f} times better than answering like "
+                    f"answering {_times(spam.bayes_factor[k])} better than answering like "
                     f"the other annotators (MACE trust {trust.estimate[k]:.2f}; Bayes factor "
                     f"above {SPAM_EVIDENCE:g}, probability of random answering "
                     f"{spam.probability[k]:.2f} at even odds); {spam.n[k]} items"
