@@ -198,14 +198,14 @@ def test_the_manager_sees_what_each_question_covers_and_what_a_package_holds(
     sign_in(page, study.created_by.username)
     page.goto(f"/studies/{study.pk}/questions/{likert.pk}/edit/")
     expect(page.locator("#scope-coverage")).to_contain_text(
-        "Applies to 5 items (every item): 2 text, 2 audio, 1 calibration."
+        "Applies to 6 items (every item): 3 text, 2 audio, 1 calibration."
     )
     expect(page.locator("#scope-mixed")).to_be_visible()
     screenshot(page, "scoped-editor-mixed-warning")
     page.get_by_label("Items tagged").fill("group = sentence")
     page.get_by_role("button", name="Save question").click()
     page.goto(f"/studies/{study.pk}/questions/{likert.pk}/edit/")
-    expect(page.locator("#scope-coverage")).to_contain_text("Applies to 2 items")
+    expect(page.locator("#scope-coverage")).to_contain_text("Applies to 3 items")  # with the training sentence
     expect(page.locator("#scope-mixed")).to_have_count(0)
     screenshot(page, "scoped-editor-scoped")
     page.goto(f"/studies/{study.pk}/recruitment/")
