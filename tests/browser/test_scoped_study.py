@@ -205,7 +205,8 @@ def test_the_manager_sees_what_each_question_covers_and_what_a_package_holds(
     page.get_by_label("Items tagged").fill("group = sentence")
     page.get_by_role("button", name="Save question").click()
     page.goto(f"/studies/{study.pk}/questions/{likert.pk}/edit/")
-    expect(page.locator("#scope-coverage")).to_contain_text("Applies to 3 items")  # with the training sentence
+    # the two sentences and the training sentence
+    expect(page.locator("#scope-coverage")).to_contain_text("Applies to 3 items")
     expect(page.locator("#scope-mixed")).to_have_count(0)
     screenshot(page, "scoped-editor-scoped")
     page.goto(f"/studies/{study.pk}/recruitment/")
