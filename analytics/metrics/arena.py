@@ -567,6 +567,7 @@ class PairChoice(NamedTuple):
     p_flip: float
     variance: float
     variance_after: float
+    explored: bool
 
 
 def next_model_pair(
@@ -576,6 +577,7 @@ def next_model_pair(
     weights: Mapping[Hashable, float] | None = None,
     alpha: float = 1e-3,
     top: int | None = None,
+    explore: float = 0.25,
 ) -> PairChoice:
     r"""Active sampling: the pair of models whose next vote most settles the least certain order.
 
@@ -590,17 +592,24 @@ def next_model_pair(
     alpha : float, default 1e-3
         Ridge penalty of the fit (> 0: it gives models without votes a finite, wide prior).
     top : int, optional
-        Only settle the order among the current ``top`` models (``top=2``: which model is
-        best); default: the whole ranking.
+        Only settle the first ``top`` places of the ranking: target pairs whose better-ranked
+        model is among the current ``top`` (``top=1``: which model is best, the leader
+        against its likeliest challenger); default: the whole ranking.
+    explore : float, default 0.25
+        Forced exploration: while some pair of models has fewer votes than ``explore`` times
+        its share under uniform pairing (votes / number of pairs), that pair comes first
+        (0: never). It bounds the votes not spent on the target by ``explore`` and keeps a
+        model that early votes put low from being starved (Notes).
 
     Returns
     -------
     PairChoice
         ``model_a``, ``model_b``: the pair to show next, the better-ranked first (the caller
-        draws the sides at random); ``target``: the adjacent pair of the ranking whose order
-        is least certain; ``p_flip``: its flip probability; ``variance``, ``variance_after``:
-        the variance of its strength difference now and expected after one more vote on the
-        chosen pair.
+        draws the sides at random); ``target``: the pair of the ranking whose order is least
+        certain (better-ranked first); ``p_flip``: its flip probability; ``variance``,
+        ``variance_after``: the variance of its strength difference now and expected after
+        one more vote on the chosen pair; ``explored``: True when the pair was forced by
+        ``explore`` (``target`` is then that pair).
 
     Notes
     -----
@@ -608,10 +617,14 @@ def next_model_pair(
     (:math:`\hat\theta`, covariance :math:`\Sigma = (L + \alpha I)^{-1}`, L the weighted
     information Laplacian; no bootstrap, so it is cheap enough for every vote):
 
-    1. **Target**: among the adjacent pairs (r, r+1) of the current ranking, the one most
-       likely to be in the wrong order, :math:`\Phi(-|d| / \sqrt{c^\top \Sigma c})` with
-       :math:`d = \hat\theta_r - \hat\theta_{r+1}`, :math:`c = e_r - e_{r+1}` (as LUCB [2]_
-       samples the two arms whose confidence bounds overlap most at the boundary).
+    1. **Target**: among the pairs (r, s) with r ranked above s (and r among the first
+       ``top``), the one most likely to be in the wrong order,
+       :math:`\Phi(-d / \sqrt{c^\top \Sigma c})` with :math:`d = \hat\theta_r -
+       \hat\theta_s \ge 0`, :math:`c = e_r - e_s`. Usually an adjacent pair; a model with
+       few votes far down can be likelier to belong higher. With ``top=1`` this is LUCB's
+       rule for the best arm [2]_: the leader against the challenger whose confidence bound
+       overlaps it most (a rule on adjacent places only would starve a model that early
+       noise put third).
     2. **Comparison**: the pair (k, l) whose vote most reduces :math:`c^\top \Sigma c`, the
        greedy c-optimal design [3]_. A vote on (k, l) adds :math:`q\, u u^\top` to the
        information, :math:`u = e_k - e_l`, :math:`q = p_{kl}(1 - p_{kl})`, so by
@@ -624,6 +637,13 @@ def next_model_pair(
 
        Usually this is the target pair itself; when one of its models has few votes, a
        comparison of that model with a well-measured neighbour can do more.
+
+    A greedy rule alone stops sampling a model that early bad luck put far down, so its
+    estimate keeps that bad luck (adaptively collected data are biased against such arms
+    [4]_) while the others' intervals shrink: in ``benchmarks/arena_sampling.py`` 95 %
+    intervals then covered the truth in about 77 % of simulations. Forced exploration (as
+    in Track-and-Stop [5]_, here linear: every pair keeps ``explore`` of its uniform share)
+    prevents that.
 
     Chatbot Arena samples pairs in proportion to the reduction of their win-rate interval
     [1]_ (Section 5), which spreads votes over all pairs; this rule spends them where the
@@ -638,6 +658,10 @@ def next_model_pair(
        selection in stochastic multi-armed bandits. ICML 2012, 655-662.
     .. [3] Elfving, G. (1952). Optimum allocation in linear regression theory. The Annals of
        Mathematical Statistics 23(2), 255-262. DOI 10.1214/aoms/1177729442.
+    .. [4] Nie, X., Tian, X., Taylor, J. and Zou, J. (2018). Why adaptively collected data
+       have negative bias and how to correct for it. AISTATS 2018, PMLR 84, 1261-1269.
+    .. [5] Garivier, A. and Kaufmann, E. (2016). Optimal best arm identification with fixed
+       confidence. COLT 2016, PMLR 49, 998-1027.
 
     Examples
     --------
@@ -651,8 +675,10 @@ def next_model_pair(
     _check_options(alpha, 0.5)
     if alpha == 0:
         raise ValueError("next_model_pair needs alpha > 0 (a prior for models without votes)")
-    if top is not None and top < 2:
-        raise ValueError(f"top must be >= 2; got {top}")
+    if not 0 <= explore <= 1:
+        raise ValueError(f"explore must be in [0, 1]; got {explore}")
+    if top is not None and top < 1:
+        raise ValueError(f"top must be >= 1; got {top}")
     coded = _encode(votes, models)
     weight = _vote_weights(coded, weights)
     stats = _pair_stats(coded, weight)
@@ -667,22 +693,47 @@ def next_model_pair(
     information[stats.j, stats.i] = -edge
     information[np.arange(k), np.arange(k)] = -information.sum(axis=1) + alpha
     sigma = np.linalg.inv(information)
+    ks, ls = np.triu_indices(k, 1)
+    pk = expit(theta[ks] - theta[ls])
+    q = pk * (1 - pk)
+    if explore > 0:
+        counts = np.zeros((k, k))
+        np.add.at(counts, (np.minimum(coded.a, coded.b), np.maximum(coded.a, coded.b)), 1.0)
+        count = counts[ks, ls]
+        if count.min() < explore * coded.a.size / ks.size:
+            # The least compared pair; among equals the closest in strength (most informative).
+            pick = int(np.lexsort((-q, count))[0])
+            first, second = (int(ks[pick]), int(ls[pick]))
+            if theta[second] > theta[first]:
+                first, second = second, first
+            u = np.zeros(k)
+            u[first], u[second] = 1.0, -1.0
+            var_u = float(u @ sigma @ u)
+            return PairChoice(
+                coded.models[first],
+                coded.models[second],
+                (coded.models[first], coded.models[second]),
+                float(ndtr(-(theta[first] - theta[second]) / np.sqrt(var_u))),
+                var_u,
+                var_u / (1 + q[pick] * var_u),
+                True,
+            )
     order = np.argsort(-theta, kind="stable")
-    upper, lower = order[:-1], order[1:]
+    # Candidate targets: every pair (order[x], order[y]) with x < y, x among the first `top`.
+    x, y = np.triu_indices(k, 1)
     if top is not None:
-        upper, lower = upper[: top - 1], lower[: top - 1]
+        keep = x < top
+        x, y = x[keep], y[keep]
+    upper, lower = order[x], order[y]
     gap = theta[upper] - theta[lower]
     variance = sigma[upper, upper] + sigma[lower, lower] - 2 * sigma[upper, lower]
     p_flip = ndtr(-gap / np.sqrt(variance))
     best = int(np.argmax(p_flip))
     r, s = int(upper[best]), int(lower[best])
     # Every candidate pair k < l: the reduction of Var(theta_r - theta_s) by one vote on it.
-    ks, ls = np.triu_indices(k, 1)
     sigma_c = sigma[:, r] - sigma[:, s]
     cross = sigma_c[ks] - sigma_c[ls]
     var_u = sigma[ks, ks] + sigma[ls, ls] - 2 * sigma[ks, ls]
-    pk = expit(theta[ks] - theta[ls])
-    q = pk * (1 - pk)
     reduction = q * cross**2 / (1 + q * var_u)
     pick = int(np.argmax(reduction))
     first, second = int(ks[pick]), int(ls[pick])
@@ -695,4 +746,5 @@ def next_model_pair(
         float(p_flip[best]),
         float(variance[best]),
         float(variance[best] - reduction[pick]),
+        False,
     )

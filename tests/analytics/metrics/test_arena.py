@@ -252,9 +252,41 @@ def test_active_sampling_picks_the_closest_adjacent_pair() -> None:
     assert (choice.model_a, choice.model_b) == (1, 2)
     assert 0.1 < choice.p_flip < 0.5
     assert choice.variance_after < choice.variance
-    leaders = next_model_pair(votes, models=[0, 1, 2, 3], top=2)
+    leaders = next_model_pair(votes, models=[0, 1, 2, 3], top=1)
     assert leaders.target == (0, 1)
     assert (leaders.model_a, leaders.model_b) == (0, 1)
+
+
+def test_the_leader_is_tested_against_its_likeliest_challenger_not_the_runner_up() -> None:
+    """Models 0 and 1 have 400 votes, 0 far ahead; model 2 has 3 votes against model 1 (won
+    1) and stands third. Which model is best is uncertain only between 0 and 2, so top=1
+    targets (0, 2), not the first two places (0, 1); and the vote that most narrows
+    theta_0 - theta_2 compares 2 with model 1, which is closer in strength (more information
+    per vote) and tied to 0 by 400 votes."""
+    votes = balanced_votes(np.array([1.0, 0.0]), per_pair=400)
+    votes += [(900, 2, 1, -1, "ann"), (901, 2, 1, -1, "ann"), (902, 2, 1, 1, "ann")]
+    assert arena_ranking(votes, models=[0, 1, 2], n_boot=0).rank.tolist() == [1.0, 2.0, 3.0]
+    choice = next_model_pair(votes, models=[0, 1, 2], top=1, explore=0.0)
+    assert not choice.explored
+    assert choice.target == (0, 2)
+    assert choice.p_flip > 0.05
+    assert (choice.model_a, choice.model_b) == (1, 2)
+
+
+def test_a_pair_below_its_exploration_floor_comes_first() -> None:
+    """Pair (0, 2) has 1 vote and (1, 2) 3 where uniform pairing would give each 100: with
+    explore=0.25 (a floor of 25) the least compared is forced; with 0.003 (a floor of 0.9)
+    the target rule decides again."""
+    votes = balanced_votes(np.array([1.0, 0.0]), per_pair=296)
+    votes += [(900, 2, 1, -1, "ann"), (901, 2, 1, 1, "ann"), (902, 2, 1, -1, "ann")]
+    votes += [(903, 0, 2, 1, "ann")]
+    assert len(votes) == 300
+    forced = next_model_pair(votes, models=[0, 1, 2])
+    assert forced.explored
+    assert (forced.model_a, forced.model_b) == (0, 2)
+    assert forced.target == (0, 2)
+    free = next_model_pair(votes, models=[0, 1, 2], explore=0.003)
+    assert not free.explored
 
 
 def test_active_sampling_variance_after_is_the_refit_variance() -> None:
