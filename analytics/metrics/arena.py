@@ -640,10 +640,16 @@ def next_model_pair(
 
     A greedy rule alone stops sampling a model that early bad luck put far down, so its
     estimate keeps that bad luck (adaptively collected data are biased against such arms
-    [4]_) while the others' intervals shrink: in ``benchmarks/arena_sampling.py`` 95 %
-    intervals then covered the truth in about 77 % of simulations. Forced exploration (as
-    in Track-and-Stop [5]_, here linear: every pair keeps ``explore`` of its uniform share)
-    prevents that.
+    [4]_) while the others' intervals shrink. Forced exploration (as in Track-and-Stop [5]_,
+    here linear: every pair keeps ``explore`` of its uniform share) prevents that. The
+    bootstrap of :func:`arena_ranking` treats the chosen pairs as fixed in advance; in
+    ``benchmarks/arena_sampling.py`` (4 models, margin 0.1, fixed budgets of 400 and 1500
+    votes, 80 simulations each) 95 % intervals of the top two's difference covered the truth
+    in 94 % of simulations with ``explore=0.25``, 89-91 % without exploration, and 92-98 %
+    with uniform pairs.
+
+    Two models of equal strength never separate: with ``top=None`` their pair keeps a flip
+    probability near 1/2 and takes every vote above the exploration floors.
 
     Chatbot Arena samples pairs in proportion to the reduction of their win-rate interval
     [1]_ (Section 5), which spreads votes over all pairs; this rule spends them where the
