@@ -11,8 +11,10 @@ hashable ids. Votes may also be given as columns: a mapping (or a data frame) wi
 pooled Bradley-Terry strengths, percentile bootstrap intervals, rank intervals and the share
 of replicates in which each model is best; the bootstrap resamples **prompts** (every vote on
 a drawn prompt comes with it), since the votes on one prompt share that prompt's difficulty and
-are not independent. :func:`next_model_pair` is the active-sampling rule: the comparison that
-most reduces the variance of the least certain order in the current ranking.
+are not independent. :func:`next_model_pair` is the active-sampling rule: after a floor of
+forced exploration, the comparison that most reduces the variance of the least certain order
+in the current ranking. docs/arena.md describes both; ``benchmarks/arena_sampling.py``
+measures the votes the rule saves and what it costs the intervals' coverage.
 """
 
 from __future__ import annotations
