@@ -25,6 +25,7 @@ from .alignment import (
     shift_trace,
     windowed_sda,
 )
+from .arena import ArenaRanking, PairChoice, arena_ranking, next_model_pair
 from .categorical import (
     cohen_kappa,
     fleiss_kappa,
@@ -148,6 +149,7 @@ from .uncertainty import (
 __all__ = [
     "EMOTION_COORDINATES",
     "ICC_KINDS",
+    "ArenaRanking",
     "BradleyTerryResult",
     "ConsensusAgreement",
     "CopierPair",
@@ -161,6 +163,7 @@ __all__ = [
     "LagRemoval",
     "MaceResult",
     "OutlierFlag",
+    "PairChoice",
     "RepeatAudit",
     "RepeatContradiction",
     "SpammerPosterior",
@@ -176,6 +179,7 @@ __all__ = [
     "alpha_from_coincidences",
     "annotator_mean_aad",
     "annotator_mean_aad_bootstrap",
+    "arena_ranking",
     "audit_contradictions",
     "bae",
     "bae_random_baseline",
@@ -240,6 +244,7 @@ __all__ = [
     "median_interval",
     "mse",
     "mse_matrix",
+    "next_model_pair",
     "normal_interval",
     "paired_difference",
     "pairwise_aad",
