@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ from apps.annotations.values import clean_value
 from apps.recruitment.access import participant_check_answering
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Membership, Question, Study
-from apps.studies.selectors import study_annotators
+from apps.studies.selectors import study_annotators, study_questions_cached
 from core.limits import time_spent_check
 from core.locking import locked_get_or_create
 from core.types import Account
@@ -273,8 +273,10 @@ def assignment_check_annotator(*, annotator: Account, assignment: Assignment) ->
 def _annotation_for_update(*, question: Question, assignment: Assignment) -> Annotation:
     """Get or create the annotation row and lock it, safe against concurrent first submits.
 
-    One locking read when the row exists; otherwise the insert (in a savepoint) holds it. The
-    row comes back with ``question`` attached, so nothing reads it again.
+    One locking read when the row exists; otherwise the insert (in a savepoint) holds it. An
+    unfinished assignment's answer is usually the first: then the insert is tried first (a
+    partial answer or an undo left a row: the insert fails and the row is read). The row
+    comes back with ``question`` attached, so nothing reads it again.
     """
     lookup = {
         "question": question,
@@ -282,7 +284,9 @@ def _annotation_for_update(*, question: Question, assignment: Assignment) -> Ann
         "annotator_id": assignment.annotator_id,
         "round": assignment.round,
     }
-    annotation = locked_get_or_create(Annotation, **lookup)
+    annotation = locked_get_or_create(
+        Annotation, likely_new=assignment.completed_at is None, **lookup
+    )
     annotation.question = question
     return annotation
 
@@ -332,23 +336,45 @@ def _revision_append(
     return revision, True
 
 
-def _assignment_refresh_completion(*, assignment: Assignment) -> None:
-    """Mark the assignment complete once every queue question has a live answer."""
-    answered = Annotation.objects.filter(
-        question=OuterRef("pk"),
-        item_id=assignment.item_id,
-        annotator_id=assignment.annotator_id,
-        round=assignment.round,
-        current_revision__value__isnull=False,
-    )
-    done = not (
-        Question.objects.filter(study_id=assignment.study_id, kind__in=queue_kinds())
-        .exclude(Exists(answered))
-        .exists()
-    )
+def _assignment_refresh_completion(
+    *, assignment: Assignment, answered: Collection[Question] = ()
+) -> None:
+    """Mark the assignment complete once every queue question has a live answer.
+
+    ``answered``: questions given a live answer by revisions appended in this transaction.
+    When they hold every queue question of the study (:func:`~apps.studies.selectors.
+    study_questions_cached`, as the answer read them) the assignment is complete without a
+    query; otherwise the database says.
+    """
+    if answered and _every_queue_question(assignment=assignment, answered=answered):
+        done = True
+    else:
+        live = Annotation.objects.filter(
+            question=OuterRef("pk"),
+            item_id=assignment.item_id,
+            annotator_id=assignment.annotator_id,
+            round=assignment.round,
+            current_revision__value__isnull=False,
+        )
+        done = not (
+            Question.objects.filter(study_id=assignment.study_id, kind__in=queue_kinds())
+            .exclude(Exists(live))
+            .exists()
+        )
     if done != (assignment.completed_at is not None):
         assignment.completed_at = timezone.now() if done else None
         assignment.save(update_fields=["completed_at"])
+
+
+def _every_queue_question(*, assignment: Assignment, answered: Collection[Question]) -> bool:
+    """Whether ``answered`` holds every queue question of the assignment's study."""
+    kinds = set(queue_kinds())
+    given = {question.pk for question in answered}
+    return all(
+        question.pk in given
+        for question in study_questions_cached(study=assignment.study)
+        if question.kind in kinds
+    )
 
 
 def annotations_submit(
@@ -397,7 +423,14 @@ def annotations_submit(
             )
             for question, value, label in cleaned
         ]
-        _assignment_refresh_completion(assignment=assignment)
+        # a replayed key's revision may no longer be the current one (undone since): only
+        # the revisions appended now are known to be live
+        live = [
+            question
+            for (question, value, _), (_, created) in zip(cleaned, appended, strict=True)
+            if created and value is not None
+        ]
+        _assignment_refresh_completion(assignment=assignment, answered=live)
         if assignment.round == 1 and assignment.completed_at is not None:
             for question, _, _ in cleaned:  # adaptive overlap may ask one more annotator
                 assignment_extend_disputed(question=question, item_id=assignment.item_id)
