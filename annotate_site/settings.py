@@ -193,6 +193,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # (PoolTimeout after 5 s) without any fault.
 WEB_THREADS = int(os.environ.get("WEB_THREADS", "8"))
 ASYNC_THREADS = int(os.environ.get("ASYNC_THREADS", "4"))
+# On SQLite the same number is how many idle connections a process keeps for the next request
+# (annotate_site/sqlite/base.py: opening one costs 0.9 ms of CPU).
 DB_POOL_SIZE = int(os.environ.get("DB_POOL_SIZE", str(WEB_THREADS + ASYNC_THREADS + 1)))
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and DB_POOL_SIZE:
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
