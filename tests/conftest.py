@@ -88,6 +88,7 @@ def _quality_updates_inline(settings):
     settings.QUALITY_UPDATES = "inline"
     settings.QUALITY_SWEEP_INTERVAL = 0  # no sweeper thread in the test process
     settings.QUALITY_INTERVAL_SECONDS = 0  # no interval bootstrap unless a test asks for it
+    settings.QUALITY_FORECAST_INTERVAL = 0  # the forecast retrained after every update
 
 
 @pytest.fixture

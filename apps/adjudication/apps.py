@@ -11,10 +11,14 @@ class AdjudicationConfig(AppConfig):
     def ready(self) -> None:
         """Retrain a question's disagreement forecast after its quality updates (off the
         request path; unchanged training data is not retrained)."""
-        from analytics.pipeline import AFTER_UPDATE_HOOKS
-        from apps.adjudication.services import disagreement_forecast_after_update
+        from analytics.pipeline import AFTER_UPDATE_HOOKS, SWEEP_HOOKS
+        from apps.adjudication.services import (
+            disagreement_forecast_after_update,
+            disagreement_forecasts_sweep,
+        )
 
         AFTER_UPDATE_HOOKS.append(disagreement_forecast_after_update)
+        SWEEP_HOOKS.append(disagreement_forecasts_sweep)  # retrains the throttle left behind
 
         # a rule is read with its question from the questions cache of the answer paths: a
         # rule set, changed or removed raises the study's questions_version
