@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('studies', '0003_membership_reviewer'),
+        ("studies", "0003_membership_reviewer"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='study',
-            name='questions_version',
+            model_name="study",
+            name="questions_version",
             field=models.PositiveIntegerField(default=0, editable=False),
         ),
     ]
