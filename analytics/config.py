@@ -44,6 +44,7 @@ class QualityConfig:
     sweep_interval: float
     snapshot_interval: float
     ds_interval: float
+    forecast_interval: float
     interval_seconds: float
     plot_interval: float
     min_overlap: int
@@ -73,6 +74,7 @@ def quality_config() -> QualityConfig:
         sweep_interval=float(settings.QUALITY_SWEEP_INTERVAL),
         snapshot_interval=float(settings.QUALITY_SNAPSHOT_INTERVAL),
         ds_interval=float(settings.QUALITY_DS_INTERVAL),
+        forecast_interval=float(settings.QUALITY_FORECAST_INTERVAL),
         interval_seconds=float(settings.QUALITY_INTERVAL_SECONDS),
         plot_interval=float(settings.QUALITY_PLOT_INTERVAL),
         min_overlap=int(settings.QUALITY_MIN_OVERLAP),

@@ -32,7 +32,7 @@ from django.utils import timezone
 from analytics.config import quality_config
 from analytics.events import dashboard_notify
 from analytics.indicators import with_overrides
-from analytics.intervals import publish_intervals
+from analytics.intervals import intervals_ahead, publish_intervals
 from analytics.models import QualitySnapshot, QualityState
 from analytics.services import flags_evaluate
 from apps.studies.kinds import question_kinds
@@ -59,6 +59,10 @@ def quality_publish(
         return None
     config = quality_config()
     window = dt.timedelta(seconds=config.snapshot_interval)
+    # before the transaction: on SQLite it holds the one write lock from BEGIN
+    computed = intervals_ahead(
+        kind=spec, question=question, seconds=config.interval_seconds, force=rebuild
+    )
     with transaction.atomic():
         previous = (
             QualitySnapshot.objects.select_for_update()
@@ -99,6 +103,7 @@ def quality_publish(
             previous=previous,
             seconds=config.interval_seconds,
             force=rebuild,
+            computed=computed,
         )
         flags = flags_evaluate(
             question=question,

@@ -10,10 +10,10 @@ process does that work (``manage.py quality_worker``).
 
 import os
 
-from django.core.asgi import get_asgi_application
+from annotate_site.http_handler import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate_site.settings")
-django_asgi_app = get_asgi_application()
+django_asgi_app = get_asgi_application()  # the middleware in one thread hop per request
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

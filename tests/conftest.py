@@ -102,6 +102,7 @@ QUALITY_IN_TESTS = {
     "QUALITY_UPDATES": "inline",
     "QUALITY_SWEEP_INTERVAL": 0,
     "QUALITY_INTERVAL_SECONDS": 0,
+    "QUALITY_FORECAST_INTERVAL": 0,  # the forecast retrained after every update
 }
 
 

@@ -4,17 +4,23 @@ train the disagreement forecast and give predicted-hard items more annotators.""
 from __future__ import annotations
 
 import hashlib
+import time
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
 
+from analytics.config import quality_config
 from analytics.metrics.disagreement_prediction import (
     MIN_TRAIN,
     attainable_levels,
     predict_disagreement,
 )
+from analytics.models import QualityState
 from apps.adjudication.models import (
     Adjudication,
     DisagreementForecast,
@@ -156,6 +162,8 @@ def disagreement_forecast_train(*, question: Question) -> DisagreementForecast |
     fingerprint = digest.hexdigest()
     current = DisagreementForecast.objects.filter(question=question).first()
     if current is not None and current.fingerprint == fingerprint:
+        # found current: the throttle (QUALITY_FORECAST_INTERVAL) counts from now
+        DisagreementForecast.objects.filter(pk=current.pk).update(trained_at=timezone.now())
         return current
     keys = list(question.labels.order_by("position", "id").values_list("key", flat=True))
     levels = attainable_levels(label_scale(question, keys).points, n_answers=n_answers)
@@ -184,10 +192,60 @@ def disagreement_forecast_train(*, question: Question) -> DisagreementForecast |
 
 
 def disagreement_forecast_after_update(question_id: int) -> None:
-    """The pipeline hook: retrain the question's forecast if it is categorical."""
-    question = Question.objects.filter(pk=question_id, kind=Question.Kind.CATEGORICAL).first()
-    if question is not None:
+    """The pipeline hook: retrain the question's forecast if it is categorical, at most every
+    ``QUALITY_FORECAST_INTERVAL`` seconds (0: after every update); an update inside the
+    interval is caught up by :func:`disagreement_forecasts_sweep` once it has passed."""
+    question = (
+        Question.objects.filter(pk=question_id, kind=Question.Kind.CATEGORICAL)
+        .select_related("disagreement_forecast")
+        .first()
+    )
+    if question is not None and _forecast_due(question):
         disagreement_forecast_train(question=question)
+
+
+# question id -> monotonic time of this process's last try of a question without a forecast
+# (fewer than MIN_TRAIN items answered twice: nothing stored to tell when it was tried)
+_FORECAST_TRIED: dict[int, float] = {}
+
+
+def _forecast_due(question: Question) -> bool:
+    """Whether the question's forecast may be retrained now (see the hook)."""
+    interval = quality_config().forecast_interval
+    if not interval:
+        return True
+    try:
+        forecast = question.disagreement_forecast
+    except DisagreementForecast.DoesNotExist:
+        forecast = None
+    if forecast is not None:
+        return bool(forecast.trained_at <= timezone.now() - timedelta(seconds=interval))
+    now = time.monotonic()
+    tried = _FORECAST_TRIED.get(question.pk)
+    if tried is not None and now - tried < interval:
+        return False
+    _FORECAST_TRIED[question.pk] = now
+    return True
+
+
+def disagreement_forecasts_sweep() -> list[int]:
+    """Retrain the forecasts left behind by the throttle: categorical questions whose quality
+    state changed after their forecast was trained, once the interval has passed; returns
+    their ids. A sweep hook (:data:`analytics.pipeline.SWEEP_HOOKS`): one query per pass."""
+    interval = quality_config().forecast_interval
+    if not interval:
+        return []
+    due = list(
+        QualityState.objects.filter(
+            question__kind=Question.Kind.CATEGORICAL,
+            question__disagreement_forecast__trained_at__lt=F("updated_at"),
+            question__disagreement_forecast__trained_at__lte=timezone.now()
+            - timedelta(seconds=interval),
+        ).values_list("question_id", flat=True)
+    )
+    for question_id in due:
+        disagreement_forecast_after_update(question_id)
+    return due
 
 
 @transaction.atomic

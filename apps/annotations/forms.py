@@ -22,7 +22,7 @@ from apps.annotations.tickets import ticket_issue, ticket_read
 from apps.items.models import Item
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Question, Study
-from apps.studies.selectors import covering_questions
+from apps.studies.selectors import covering_questions, study_questions_cached
 from core.forms import ServiceFormMixin
 
 TICKET_SALT = "annotations.queue.ticket"
@@ -39,11 +39,13 @@ class QueueQuestion:
 
 def queue_questions(*, study: Study) -> list[QueueQuestion]:
     """The study's questions answered in the queue, with their labels and their
-    adaptive-overlap rule, which the submit reads (two queries)."""
-    questions = study.questions.filter(kind__in=queue_kinds()).select_related("overlap_rule")
+    adaptive-overlap rule, which the submit reads (:func:`~apps.studies.selectors.
+    study_questions_cached`: no query when cached; ``study`` read in this request)."""
+    kinds = set(queue_kinds())
     return [
         QueueQuestion(question=q, field_name=f"q{q.pk}", labels=list(q.labels.all()))
-        for q in questions.prefetch_related("labels")
+        for q in study_questions_cached(study=study)
+        if q.kind in kinds
     ]
 
 

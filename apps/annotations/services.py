@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from apps.studies.selectors import (
     items_of_any,
     question_covers,
     study_annotators,
+    study_questions_cached,
 )
 from core.limits import time_spent_check
 from core.locking import locked_get_or_create
@@ -285,8 +286,10 @@ def assignment_check_annotator(*, annotator: Account, assignment: Assignment) ->
 def _annotation_for_update(*, question: Question, assignment: Assignment) -> Annotation:
     """Get or create the annotation row and lock it, safe against concurrent first submits.
 
-    One locking read when the row exists; otherwise the insert (in a savepoint) holds it. The
-    row comes back with ``question`` attached, so nothing reads it again.
+    One locking read when the row exists; otherwise the insert (in a savepoint) holds it. An
+    unfinished assignment's answer is usually the first: then the insert is tried first (a
+    partial answer or an undo left a row: the insert fails and the row is read). The row
+    comes back with ``question`` attached, so nothing reads it again.
     """
     lookup = {
         "question": question,
@@ -294,7 +297,9 @@ def _annotation_for_update(*, question: Question, assignment: Assignment) -> Ann
         "annotator_id": assignment.annotator_id,
         "round": assignment.round,
     }
-    annotation = locked_get_or_create(Annotation, **lookup)
+    annotation = locked_get_or_create(
+        Annotation, likely_new=assignment.completed_at is None, **lookup
+    )
     annotation.question = question
     return annotation
 
@@ -344,28 +349,52 @@ def _revision_append(
     return revision, True
 
 
-def _assignment_refresh_completion(*, assignment: Assignment) -> None:
+def _assignment_refresh_completion(
+    *, assignment: Assignment, answered: Collection[Question] = ()
+) -> None:
     """Mark the assignment complete once every queue question that applies to its item has a
     live answer (an item no queue question applies to, such as a clip only traced, is
-    complete with its first answer, as every item of a study without queue questions is)."""
-    answered = Annotation.objects.filter(
-        question=OuterRef("pk"),
-        item_id=assignment.item_id,
-        annotator_id=assignment.annotator_id,
-        round=assignment.round,
-        current_revision__value__isnull=False,
-    )
-    queued = list(
-        Question.objects.filter(study_id=assignment.study_id, kind__in=queue_kinds()).annotate(
-            answered=Exists(answered)
+    complete with its first answer, as every item of a study without queue questions is).
+
+    ``answered``: questions given a live answer by revisions appended in this transaction.
+    When they hold every queue question covering the item (:func:`~apps.studies.selectors.
+    study_questions_cached`, as the answer read them) the assignment is complete without a
+    query; otherwise the database says.
+    """
+    if answered and _every_queue_question(assignment=assignment, answered=answered):
+        done = True
+    else:
+        live = Annotation.objects.filter(
+            question=OuterRef("pk"),
+            item_id=assignment.item_id,
+            annotator_id=assignment.annotator_id,
+            round=assignment.round,
+            current_revision__value__isnull=False,
         )
-    )
-    setattr(assignment.study, QUEUE_QUESTIONS, queued)  # the next item's query reuses them
-    unanswered = [question for question in queued if not question.answered]
-    done = not covering_questions(unanswered, assignment.item)
+        queued = list(
+            Question.objects.filter(study_id=assignment.study_id, kind__in=queue_kinds()).annotate(
+                answered=Exists(live)
+            )
+        )
+        setattr(assignment.study, QUEUE_QUESTIONS, queued)  # the next item's query reuses them
+        unanswered = [question for question in queued if not question.answered]
+        done = not covering_questions(unanswered, assignment.item)
     if done != (assignment.completed_at is not None):
         assignment.completed_at = timezone.now() if done else None
         assignment.save(update_fields=["completed_at"])
+
+
+def _every_queue_question(*, assignment: Assignment, answered: Collection[Question]) -> bool:
+    """Whether ``answered`` holds every queue question of the assignment's study that applies
+    to its item (the study's queue questions are then kept on the study object for the next
+    item's query, as the database path does)."""
+    kinds = set(queue_kinds())
+    queued = [q for q in study_questions_cached(study=assignment.study) if q.kind in kinds]
+    given = {question.pk for question in answered}
+    if all(question.pk in given for question in covering_questions(queued, assignment.item)):
+        setattr(assignment.study, QUEUE_QUESTIONS, queued)
+        return True
+    return False
 
 
 def annotations_submit(
@@ -421,7 +450,14 @@ def annotations_submit(
             )
             for question, value, label in cleaned
         ]
-        _assignment_refresh_completion(assignment=assignment)
+        # a replayed key's revision may no longer be the current one (undone since): only
+        # the revisions appended now are known to be live
+        live = [
+            question
+            for (question, value, _), (_, created) in zip(cleaned, appended, strict=True)
+            if created and value is not None
+        ]
+        _assignment_refresh_completion(assignment=assignment, answered=live)
         if assignment.round == 1 and assignment.completed_at is not None:
             for question, _, _ in cleaned:  # adaptive overlap may ask one more annotator
                 assignment_extend_disputed(question=question, item_id=assignment.item_id)

@@ -35,6 +35,10 @@ class Study(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Raised (in the database, never by a save of this row) whenever a question, label or
+    # adaptive-overlap rule of the study is written: the key of the per-process cache of the
+    # study's questions (apps.studies.selectors.study_questions_cached).
+    questions_version = models.PositiveIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

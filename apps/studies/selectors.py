@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import threading
 from collections.abc import Iterable, Sequence
 from functools import reduce
 from operator import or_
@@ -9,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q, QuerySet
 
 from apps.studies.kinds import question_kind, queue_kinds
@@ -242,3 +245,54 @@ def questions_covering(*, study: Study) -> list[Question]:
         question.scope_problem = problem  # type: ignore[attr-defined]
         question.scope_text = scope_text(question.scope)  # type: ignore[attr-defined]
     return questions
+
+
+# study id -> ((created_at, questions_version), the study's questions as loaded then); one
+# entry per study. created_at tells a new study from a deleted one whose id was reused.
+_QUESTIONS: dict[int, tuple[tuple[Any, int], list[Question]]] = {}
+_QUESTIONS_LOCK = threading.Lock()
+_QUESTIONS_MAX_STUDIES = 512
+
+
+def study_questions_cached(*, study: Study) -> list[Question]:
+    """The study's questions in order, with their labels (prefetched) and adaptive-overlap
+    rule (selected): what an answer reads, from a per-process cache (no query when cached).
+
+    The cache is keyed on ``study.questions_version``, which the database raises whenever a
+    question, label or overlap rule of the study is written, and on ``study.created_at`` (a
+    deleted study's id may be given to a new one)
+    (:func:`apps.studies.services.study_questions_changed`), so ``study`` must be read in the
+    same request (the answer paths read it with the assignment or with the user's role): a
+    stale instance would read a stale version. Every call returns new question instances
+    (their own ``study``, the caller's; their own rule) sharing the cached labels, which are
+    read-only. Two queries on a miss.
+    """
+    version = (study.created_at, study.questions_version)
+    with _QUESTIONS_LOCK:
+        cached = _QUESTIONS.get(study.pk)
+    if cached is None or cached[0] != version:
+        loaded = list(
+            Question.objects.filter(study_id=study.pk)
+            .select_related("overlap_rule")
+            .prefetch_related("labels")
+        )
+        cached = (version, loaded)
+        with _QUESTIONS_LOCK:
+            if len(_QUESTIONS) >= _QUESTIONS_MAX_STUDIES:
+                _QUESTIONS.clear()
+            _QUESTIONS[study.pk] = cached
+    return [_question_copy(question, study=study) for question in cached[1]]
+
+
+def _question_copy(question: Question, *, study: Study) -> Question:
+    """A copy of a cached question whose relations the caller may load or set without
+    touching the cached one (``copy.copy`` of a model copies its relation cache)."""
+    fresh = copy.copy(question)
+    fresh.study = study
+    try:
+        rule = question.overlap_rule
+    except ObjectDoesNotExist:
+        return fresh
+    own_rule = copy.copy(rule)
+    own_rule.question = fresh  # and fresh.overlap_rule is own_rule
+    return fresh

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, F, OuterRef
 
 from apps.studies.kinds import clean_question_settings, question_kind
 from apps.studies.models import Label, Membership, Question, Study
@@ -62,8 +62,27 @@ def study_update(*, study: Study, **fields: Any) -> Study:
     for name, value in fields.items():
         setattr(study, name, value)
     study.full_clean()
-    study.save()
+    # only these: a full save would write back a questions_version read before a question
+    # changed, and a cache keyed on it could then serve the old questions
+    study.save(update_fields=[*fields, "updated_at"])
     return study
+
+
+def study_questions_changed(*, study_id: int | None = None, question_id: int | None = None) -> int:
+    """Raise the ``questions_version`` of the study (given, or of the question given): every
+    process's cache of its questions (:func:`apps.studies.selectors.study_questions_cached`)
+    reads them again. Called on every save and delete of a question, a label or an
+    adaptive-overlap rule (receivers connected in the apps' ``ready()``), in the writer's
+    transaction; a bulk ``update()`` of such rows must call it itself. Returns the rows
+    updated (0 once the study is deleted)."""
+    studies = Study.objects.all()
+    if study_id is not None:
+        studies = studies.filter(pk=study_id)
+    elif question_id is not None:
+        studies = studies.filter(pk__in=Question.objects.filter(pk=question_id).values("study_id"))
+    else:
+        raise ValueError("Give study_id or question_id.")
+    return studies.update(questions_version=F("questions_version") + 1)
 
 
 @transaction.atomic
@@ -145,6 +164,7 @@ def _labels_write(*, question: Question, labels: Sequence[dict[str, Any]]) -> No
             )
     question.labels.exclude(key__in=keys).delete()
     question.labels.update(shortcut="")  # lets labels swap shortcuts inside this transaction
+    # (no study_questions_changed here: every label below is saved, and each save calls it)
     existing = {label.key: label for label in question.labels.all()}
     for position, data in enumerate(cleaned):
         label = existing.get(data["key"]) or Label(question=question)

@@ -287,3 +287,36 @@ def test_evidence_of_one_is_singular():
     """The card read "[1.00, 1.00]; 1 triplets" (found in a browser check)."""
     assert evidence_text((1.0, 1.0, 1.0, 1), "triplets") == "1 triplet"
     assert evidence_text((0.5, 0.1, 0.9, 3), "gold_checks") == "3 gold checks"
+
+
+def test_due_intervals_are_computed_before_the_publish_transaction(answered, monkeypatch):
+    """The bootstrap takes seconds on a large question; inside the publish's transaction it
+    held SQLite's one write lock (from BEGIN) and every answer waited (p99 1.8-2.6 s). It is
+    computed before, once, and the publish uses that set."""
+    from django.db import connection
+
+    from apps.categorical.kind import CategoricalKind
+
+    _, question, _ = answered
+    snapshot = QualitySnapshot.objects.filter(question=question).latest("updated_at")
+    old = dt.datetime.fromisoformat(snapshot.indicators["study"]["intervals"]["computed_at"])
+    snapshot.indicators["study"]["intervals"]["computed_at"] = (
+        old - dt.timedelta(seconds=121)
+    ).isoformat()
+    snapshot.save(update_fields=["indicators"])
+    depth = len(connection.atomic_blocks)  # the test's own transaction
+    calls: list[int] = []
+    real = CategoricalKind.intervals
+
+    def spy(self, question):
+        calls.append(len(connection.atomic_blocks))
+        return real(self, question)
+
+    monkeypatch.setattr(CategoricalKind, "intervals", spy)
+    again = quality_publish(question_id=question.pk)
+    assert calls == [depth]  # once, outside the publish's transaction
+    assert dt.datetime.fromisoformat(again.indicators["study"]["intervals"]["computed_at"]) > old
+    assert len(again.indicators["intervals"]["kappa"]) == 5
+    calls.clear()
+    quality_publish(question_id=question.pk)  # not due: nothing computed, before or inside
+    assert calls == []

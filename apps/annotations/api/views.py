@@ -31,6 +31,8 @@ from apps.annotations.api.serializers import (
     SkipSerializer,
     SubmissionSerializer,
     UndoSerializer,
+    queue_entry_data,
+    submission_data,
 )
 from apps.annotations.exporting import export_response, provenance
 from apps.annotations.models import Annotation, Revision
@@ -120,7 +122,7 @@ class AnnotationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Generi
         if data["include_next"]:
             submission["next"] = queue_next(annotator=request.user, study=data["assignment"].study)
         return Response(
-            SubmissionSerializer(submission).data,
+            submission_data(submission, request=request),
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
@@ -148,7 +150,7 @@ class StudyAnnotationViewSet(InStudyMixin, GenericViewSet):
     def _queue_entry(self, entry: dict[str, Any] | None) -> Response:
         if entry is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(QueueEntrySerializer(entry, context=self.get_serializer_context()).data)
+        return Response(queue_entry_data(entry, request=self.request))  # QueueEntrySerializer's
 
     @extend_schema(responses={200: QueueEntrySerializer, 204: NO_MORE})
     @action(detail=False, methods=["get"])

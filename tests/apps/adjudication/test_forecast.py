@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import threading
 import uuid
+from datetime import timedelta
 
 import numpy as np
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
+from django.utils import timezone
 from sklearn.model_selection import KFold, cross_val_score
 
 from analytics import background
@@ -27,6 +29,7 @@ from apps.adjudication.models import DisagreementForecast
 from apps.adjudication.services import (
     disagreement_forecast_after_update,
     disagreement_forecast_train,
+    disagreement_forecasts_sweep,
     predicted_overlap_raise,
 )
 from apps.annotations.importing import FinishedAnnotation, annotations_import_finished
@@ -256,3 +259,44 @@ def test_the_forecast_predicts_only_the_items_the_question_applies_to(text_study
     forecast = disagreement_forecast_train(question=question)
     predicted = set(forecast.predictions.values_list("item_id", flat=True))
     assert predicted == {item.pk for item in items[N_ANSWERED:35]}
+
+
+def test_a_busy_question_retrains_its_forecast_at_most_every_interval(
+    db, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Retraining cost the quality worker about 300 ms of every pass for 2,000 items (a
+    Dawid-Skene aggregation, a cross-validated fit, a row per unanswered item): answers
+    inside ``QUALITY_FORECAST_INTERVAL`` leave it for the sweep, which retrains once the
+    interval has passed, so the forecast still ends on the latest answers."""
+    study, annotators, items, sim, records = _text_study()
+    with django_capture_on_commit_callbacks(execute=True):
+        annotations_import_finished(study=study, records=records)
+    question = study.questions.get()
+    assert DisagreementForecast.objects.get(question=question).n_train == N_ANSWERED
+    settings.QUALITY_FORECAST_INTERVAL = 30
+    fits: list[int] = []
+    real = services.predict_disagreement
+    monkeypatch.setattr(
+        services, "predict_disagreement", lambda *a, **k: fits.append(1) or real(*a, **k)
+    )
+    item = items[N_ANSWERED]
+    with django_capture_on_commit_callbacks(execute=True):  # the quality updates and hooks
+        for user, row in zip(annotators, sim.answers, strict=True):
+            annotations_submit(
+                annotator=user,
+                assignment=Assignment.objects.get(item=item, annotator=user, round=1),
+                answers={question: KEYS[int(row[N_ANSWERED])]},
+                idempotency_key=uuid.uuid4(),
+            )
+    assert fits == []  # inside the interval: not retrained
+    assert DisagreementForecast.objects.get(question=question).n_train == N_ANSWERED
+    assert disagreement_forecasts_sweep() == []  # nor by the sweep, yet
+    DisagreementForecast.objects.filter(question=question).update(
+        trained_at=timezone.now() - timedelta(seconds=31)
+    )
+    assert disagreement_forecasts_sweep() == [question.pk]
+    assert fits == [1]
+    forecast = DisagreementForecast.objects.get(question=question)
+    assert forecast.n_train == N_ANSWERED + 1
+    assert not forecast.predictions.filter(item=item).exists()
+    assert disagreement_forecasts_sweep() == []  # current again

@@ -210,3 +210,40 @@ def test_every_annotator_gets_the_same_number_of_repeats_and_no_long_stimulus(db
     assignments_fill(study=study)
     assert not Assignment.objects.filter(item=long_clip, round=2).exists()
     assert Assignment.objects.filter(round=2).exclude(item=long_clip).count() == 4 * 40
+
+
+def test_a_replayed_key_after_an_undo_leaves_the_item_open(study_setup):
+    """A replay returns the key's first revision, which an undo has retracted since: the item
+    stays open (the completion is decided by the database, not by the replayed revision)."""
+    study, (ann, *_) = study_setup
+    key = uuid.uuid4()
+    first, _ = submit(study, ann, "positive", key=key)
+    annotation_undo_last(annotator=ann, study=study, idempotency_key=uuid.uuid4())
+    question = study.questions.get()
+    revisions, created = annotations_submit(
+        annotator=ann,
+        assignment=Assignment.objects.get(pk=first.pk),
+        answers={question: {"label": "positive"}},
+        idempotency_key=key,
+    )
+    assert created is False
+    assert revisions[0].number == 1
+    first.refresh_from_db()
+    assert first.completed_at is None
+    assert assignment_next(annotator=ann, study=study) == first
+
+
+def test_an_answer_after_an_undo_appends_to_the_same_annotation(study_setup):
+    """An open item usually has no annotation yet, so the insert comes first; after an undo it
+    has one: the insert fails, and the existing row takes the new revision."""
+    study, (ann, *_) = study_setup
+    first, _ = submit(study, ann, "positive")
+    annotation_undo_last(annotator=ann, study=study, idempotency_key=uuid.uuid4())
+    again, (revision,) = submit(study, ann, "negative")
+    assert again == first
+    assert revision.number == 3  # answer, retraction, answer
+    annotation = Annotation.objects.get(item=first.item, annotator=ann)
+    assert annotation.current_revision == revision
+    assert list(annotation.revisions.values_list("number", flat=True)) == [1, 2, 3]
+    again.refresh_from_db()
+    assert again.completed_at is not None
