@@ -169,6 +169,7 @@ def queue_entry_data(entry: dict[str, Any], *, request: HttpRequest | None) -> d
             "url": item.url,
             "media": media,
         },
+        "questions": list(entry["questions"]),
         "progress": {
             "done": progress["done"],
             "total": progress["total"],

@@ -91,7 +91,9 @@ def test_datasets_loads_labels_as_a_class_label_with_the_label_names(answered, t
 def test_load_dataset_reads_the_card_configs(answered, tmp_path):
     study, _ = answered
     folder, _ = export(study, tmp_path)
-    ds = datasets.load_dataset(str(folder), "sentiment", split="train")
+    ds = datasets.load_dataset(
+        str(folder), "sentiment", split="train", cache_dir=str(tmp_path / "cache")
+    )
     assert isinstance(ds.features["label"], datasets.ClassLabel)
     assert len(ds) == 18
 

@@ -118,7 +118,10 @@ def test_the_hugging_face_dataset_has_a_preferences_config_datasets_loads(judged
         archive.extractall(folder)
         card = archive.read("README.md").decode()
     assert f"- config_name: {config}" in card
-    loaded = datasets.load_dataset(str(folder), config, split="train")
+    # a cache of its own: datasets keys its cache on the folder, which another run may reuse
+    loaded = datasets.load_dataset(
+        str(folder), config, split="train", cache_dir=str(tmp_path / "cache")
+    )
     assert {"prompt", "chosen", "rejected"} <= set(loaded.column_names)
     assert loaded.num_rows == record["files"][f"data/{config}.parquet"]["rows"] > 0
     assert all(not math.isnan(m) and m > 0 for m in loaded["bt_margin"])
