@@ -25,6 +25,14 @@ from .alignment import (
     shift_trace,
     windowed_sda,
 )
+from .anchoring import (
+    AnchoringEffect,
+    anchoring_by_annotator,
+    anchoring_effect,
+    anchoring_flag,
+    anchoring_study,
+    newcombe_difference,
+)
 from .categorical import (
     cohen_kappa,
     fleiss_kappa,
@@ -148,6 +156,7 @@ from .uncertainty import (
 __all__ = [
     "EMOTION_COORDINATES",
     "ICC_KINDS",
+    "AnchoringEffect",
     "BradleyTerryResult",
     "ConsensusAgreement",
     "CopierPair",
@@ -174,6 +183,10 @@ __all__ = [
     "agglomerative_order",
     "alpha_bootstrap",
     "alpha_from_coincidences",
+    "anchoring_by_annotator",
+    "anchoring_effect",
+    "anchoring_flag",
+    "anchoring_study",
     "annotator_mean_aad",
     "annotator_mean_aad_bootstrap",
     "audit_contradictions",
@@ -240,6 +253,7 @@ __all__ = [
     "median_interval",
     "mse",
     "mse_matrix",
+    "newcombe_difference",
     "normal_interval",
     "paired_difference",
     "pairwise_aad",

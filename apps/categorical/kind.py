@@ -28,6 +28,11 @@ from apps.annotations.exporting import annotation_export_rows
 from apps.annotations.models import Assignment
 from apps.categorical import indicators as figures
 from apps.categorical import quality
+from apps.models_registry.suggestions import (
+    SuggestionSettingsForm,
+    clean_suggestion_settings,
+    suggestion_run_problem,
+)
 from apps.recruitment.indicators import (
     GOLD_ACCURACY,
     gold_accuracy_publish,
@@ -95,6 +100,24 @@ class CategoricalKind(QuestionKind):
     export_functions = {"answers": annotation_export_rows}
     has_labels = True
     preview_template = "categorical/preview.html"
+    settings_form = SuggestionSettingsForm
+
+    def clean_settings(self, raw: Any) -> dict[str, Any]:
+        """A model run to suggest from and the held-out share
+        (:func:`~apps.models_registry.suggestions.clean_suggestion_settings`); nothing else."""
+        raw = dict(raw or {})
+        cleaned = clean_suggestion_settings(raw)
+        unknown = sorted(set(raw) - {"suggestion_run", "suggestion_held_out"})
+        if unknown:
+            raise ValidationError(
+                {"settings": f"Categorical questions take no setting {', '.join(unknown)}."}
+            )
+        return cleaned
+
+    def settings_problems(self, question: Question) -> dict[str, str]:
+        """The suggesting run must be one of the question's own."""
+        problem = suggestion_run_problem(question)
+        return {"suggestion_run": problem} if problem else {}
 
     def preview_context(self, *, question: Question, labels: list[Label]) -> dict[str, Any]:
         """The labels as the queue would draw them; a shortcut the queue would refuse (``s``,

@@ -147,6 +147,12 @@ class QuestionKind:
             {"question": f"{question.get_kind_display()} questions are not answered this way."}
         )
 
+    def settings_problems(self, question: Question) -> dict[str, str]:
+        """What is wrong with the question's (cleaned) settings given the question itself
+        (setting -> message; the services refuse them): what :meth:`clean_settings` cannot
+        see, such as a model run of another question. The default finds nothing."""
+        return {}
+
     def answered(self, question: Question) -> bool:
         """Whether the question has answers (then its labels and :attr:`answer_settings`
         keep their meaning). The default counts its ``Annotation`` rows."""
