@@ -7,10 +7,16 @@ from typing import Any
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery
 from numpy.typing import NDArray
 
 from analytics.metrics import paired_difference
+from analytics.metrics.anchoring import (
+    AnchoringEffect,
+    anchoring_by_annotator,
+    anchoring_flag,
+    anchoring_study,
+)
 from analytics.selectors import question_ratings
 from apps.annotations.models import Annotation
 from apps.continuous.config import trace_settings
@@ -21,8 +27,10 @@ from apps.models_registry.importing import Axes
 from apps.models_registry.models import (
     ModelRun,
     ModelRunEvaluation,
+    Suggestion,
     TracePrediction,
 )
+from apps.models_registry.suggestions import ACCEPTANCE_FLOOR, DEFAULT_HELD_OUT, HELD_OUT, RUN
 from apps.studies.models import Question, Study
 from apps.studies.selectors import study_annotators
 
@@ -347,3 +355,96 @@ def model_run_questions(*, study: Study) -> QuerySet[Question]:
 def usernames(ids: list[int]) -> dict[int, str]:
     """Usernames of the given user ids (ids of deleted users are left out)."""
     return dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
+
+
+@dataclass(frozen=True)
+class AnchoringRow:
+    """One annotator's line of the suggestions card (or the question's, ``name`` "All")."""
+
+    name: str
+    effect: AnchoringEffect
+    flag: str | None = None
+
+
+@dataclass(frozen=True)
+class AnchoringReport:
+    """The suggestions card of a question: the run, each annotator's row and the study's."""
+
+    run: ModelRun | None
+    held_out: float
+    rows: list[AnchoringRow]
+    study: AnchoringRow | None
+
+
+def suggestion_answers(*, question: Question) -> dict[str, NDArray]:
+    """The question's live round-1 answers given with a suggestion shown or held out: per
+    answer ``annotator`` (id), ``item`` (id), ``shown``, ``agree`` (the answer is the
+    suggested/withheld label) and ``seconds`` (nan when not timed). One query."""
+    rows = list(
+        Suggestion.objects.filter(
+            revision__annotation__question=question,
+            revision__annotation__round=1,
+            revision__annotation__current_revision=F("revision"),
+            revision__value__isnull=False,
+        )
+        .order_by("revision__annotation__annotator_id", "revision__annotation__item_id")
+        .values_list(
+            "revision__annotation__annotator_id",
+            "revision__annotation__item_id",
+            "shown",
+            "label_id",
+            "revision__label_id",
+            "revision__time_spent_ms",
+        )
+    )
+    if not rows:
+        empty = np.zeros(0)
+        return dict.fromkeys(("annotator", "item", "shown", "agree", "seconds"), empty)
+    who, item, shown, suggested, answered, ms = zip(*rows, strict=True)
+    return {
+        "annotator": np.array(who, dtype=np.int64),
+        "item": np.array(item, dtype=np.int64),
+        "shown": np.array(shown, dtype=bool),
+        "agree": np.array(suggested) == np.array(answered),
+        "seconds": np.array([np.nan if t is None else t / 1000.0 for t in ms], dtype=float),
+    }
+
+
+def anchoring_report(*, question: Question, n_boot: int = 2000) -> AnchoringReport | None:
+    """The anchoring effect of the question's suggestions, per annotator and for the study
+    (:mod:`analytics.metrics.anchoring`); ``None`` when the question never suggested."""
+    run_id = (question.settings or {}).get(RUN)
+    answers = suggestion_answers(question=question)
+    if run_id is None and answers["agree"].size == 0:
+        return None
+    run = ModelRun.objects.filter(pk=run_id).first() if run_id is not None else None
+    held_out = float((question.settings or {}).get(HELD_OUT, DEFAULT_HELD_OUT))
+    if answers["agree"].size == 0:
+        return AnchoringReport(run=run, held_out=held_out, rows=[], study=None)
+    names = dict(
+        get_user_model()
+        .objects.filter(pk__in=set(answers["annotator"].tolist()))
+        .values_list("pk", "username")
+    )
+    per = anchoring_by_annotator(
+        answers["annotator"], answers["agree"], answers["shown"], seconds=answers["seconds"]
+    )
+    rows = [
+        AnchoringRow(
+            name=names.get(int(pk), str(pk)),
+            effect=effect,
+            flag=anchoring_flag(effect, acceptance_floor=ACCEPTANCE_FLOOR),
+        )
+        for pk, effect in per.items()
+    ]
+    study = anchoring_study(
+        answers["item"],
+        answers["agree"],
+        answers["shown"],
+        seconds=answers["seconds"],
+        n_boot=n_boot,
+        seed=question.pk,
+    )
+    return AnchoringReport(
+        run=run, held_out=held_out, rows=rows, study=AnchoringRow(name="All", effect=study)
+    )

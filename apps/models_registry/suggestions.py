@@ -20,6 +20,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.crypto import salted_hmac
 
+from analytics.indicators import CardFigure
 from apps.models_registry.models import ModelRun, Prediction
 from apps.studies.models import Label, Question
 
@@ -164,3 +165,47 @@ def queue_suggestions(
         )
         found[entry.question.pk] = QueueSuggestion(run_id=run_id, label=label, shown=shown)
     return found
+
+
+#: The heading of the dashboard card (apps/categorical/templates/categorical/anchoring.html).
+CARD = "Model suggestions"
+#: The acceptance rate above which (its whole interval) an annotator who also spends less time
+#: with the suggestion than without is flagged.
+ACCEPTANCE_FLOOR = 0.9
+#: The figures of the card, each with its plain explanation (the card's legend, the guide).
+ANCHORING_FIGURES = (
+    CardFigure(
+        CARD,
+        "Agreement with the model, shown",
+        explanation="Share of the answers given with the model's suggestion on the page that "
+        "equal the model's label.",
+    ),
+    CardFigure(
+        CARD,
+        "Agreement with the model, held out",
+        explanation="The same share on the items held out for this annotator (drawn at "
+        "random, no suggestion shown): how often they reach the model's label on their own.",
+    ),
+    CardFigure(
+        CARD,
+        "Anchoring effect",
+        direction="lower",
+        explanation="Agreement shown minus agreement held out, with its 95 % interval "
+        "(Newcombe's score interval per annotator; for the whole question, a bootstrap over "
+        "items). Above 0: the suggestion pulls answers towards the model's label; an "
+        "interval that holds 0 shows no measurable pull.",
+    ),
+    CardFigure(
+        CARD,
+        "Acceptance rate",
+        explanation="Share of the suggestions shown that the annotator answered with "
+        f"(Wilson 95 % interval). A flag needs the whole interval above {ACCEPTANCE_FLOOR:g} "
+        "and less time per item with the suggestion than without: taking nearly every "
+        "suggestion, faster, may mean not looking at the item.",
+    ),
+    CardFigure(
+        CARD,
+        "Time with / without",
+        explanation="Median seconds per item with the suggestion shown and held out.",
+    ),
+)

@@ -28,7 +28,7 @@ from django.utils.module_loading import import_string
 from analytics.config import clean_quality_override
 
 if TYPE_CHECKING:
-    from analytics.indicators import Derived, Indicator, StudyFigure
+    from analytics.indicators import CardFigure, Derived, Indicator, StudyFigure
     from analytics.intervals import IntervalSet
     from analytics.models import QualitySnapshot, QualityState
     from apps.annotations.models import Assignment
@@ -80,6 +80,9 @@ class QuestionKind:
         ``QUALITY_PLOT_INTERVAL`` seconds).
     dashboard_page_cards : tuple of str
         Template names of extra cards drawn on page load only (not pushed).
+    card_figures : tuple of CardFigure
+        The figures those extra cards show, each with its plain explanation (the cards print
+        them in their legends and the figure guide lists them).
     annotators_note : str
         A sentence under the annotator table's heading (how to read a figure).
     export_functions : mapping of str to callable
@@ -118,6 +121,7 @@ class QuestionKind:
     dashboard_cards: ClassVar[tuple[str, ...]] = ()
     dashboard_plots: ClassVar[tuple[str, ...]] = ()
     dashboard_page_cards: ClassVar[tuple[str, ...]] = ()
+    card_figures: ClassVar[tuple[CardFigure, ...]] = ()
     annotators_note: ClassVar[str] = ""
     export_functions: ClassVar[Mapping[str, Callable[..., Any]]] = {}
     has_labels: ClassVar[bool] = False
