@@ -340,6 +340,9 @@ def anchoring_study(
     3.8) keeps that dependence. Each replicate draws ``n_items`` items with replacement and
     recomputes the pooled difference from the drawn items' counts; replicates with an empty
     group are dropped. The percentile interval is the ``(1 -+ confidence)/2`` quantiles.
+    When every replicate gives the same difference (no answer varies within its group, e.g.
+    none agrees with the model), a percentile interval would have zero width; the pooled
+    Newcombe interval (:func:`anchoring_effect`) is returned instead.
 
     References
     ----------
@@ -376,8 +379,8 @@ def anchoring_study(
     sums = weights @ counts
     ok = (sums[:, 1] > 0) & (sums[:, 3] > 0)
     diffs = sums[ok, 0] / sums[ok, 1] - sums[ok, 2] / sums[ok, 3]
-    if diffs.size == 0:
-        return point
+    if diffs.size == 0 or np.ptp(diffs) == 0:
+        return point  # no spread to resample (e.g. every answer agrees): Newcombe's interval
     tail = (1 - confidence) / 2
     low, high = np.quantile(diffs, [tail, 1 - tail])
     return AnchoringEffect(**{**point.__dict__, "low": float(low), "high": float(high)})

@@ -152,3 +152,14 @@ def test_the_flag_needs_near_total_acceptance_and_less_time_with_the_suggestion(
         [1] * 30 + [0] * 10 + [0] * 4, [1] * 40 + [0] * 4, seconds=[2.0] * 40 + [6.0] * 4
     )
     assert anchoring_flag(critical) is None
+
+
+def test_the_study_interval_never_has_zero_width_for_answers_without_spread():
+    """Nobody agrees with the model: every bootstrap replicate gives 0; the study row falls
+    back on Newcombe's interval instead of [0, 0] (seen on the dashboard card)."""
+    items = np.repeat(np.arange(10), 2)
+    shown = np.tile([True, False], 10)
+    effect = anchoring_study(items, np.zeros(20, bool), shown, n_boot=200)
+    expected = confint_proportions_2indep(0, 10, 0, 10, method="newcomb", compare="diff")
+    assert effect.difference == 0.0
+    assert (effect.low, effect.high) == pytest.approx(expected)
