@@ -4,8 +4,10 @@ A question suggests a model's label on a random share of (annotator, item) pairs
 back on the rest. On the **shown** answers, agreement with the model is the *acceptance rate*;
 on the **held-out** answers it is how often the annotator reaches the model's label on their
 own. The difference is the anchoring effect: how much the suggestion pulls answers towards
-the model (Tversky & Kahneman's anchoring; for annotation, e.g. Beck, Eckman et al. 2024,
-"Order effects in annotation tasks", and Schmidt & Biessmann 2019 on trust in suggestions).
+the model (Tversky & Kahneman 1974, anchoring, https://doi.org/10.1126/science.185.4157.1124;
+for annotation, Beck, Eckman, Ma, Chew & Kreuter 2024, "Order effects in annotation tasks:
+further evidence of annotation sensitivity", UncertaiNLP workshop: answers shift with how the
+task is presented).
 Because the held-out draw is random, the difference estimates the causal effect of showing.
 
 Inputs are per answer: ``agree`` (the answer equals the model's label), ``shown`` (the page
