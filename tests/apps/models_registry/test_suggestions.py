@@ -25,6 +25,7 @@ from tests.apps.annotations.test_hot_paths import ANSWER_QUERIES
 from tests.apps.annotations.test_views import HTMX, answer, queue_url
 from tests.apps.models_registry.suggesting import suggesting_study
 from tests.factories import SENTIMENT_LABELS, StudyFactory, running_study
+from tests.query_plans import full_scans, sorted_reads
 
 pytestmark = pytest.mark.django_db
 
@@ -227,3 +228,37 @@ def test_the_suggestion_costs_one_query_to_show_and_one_to_record(client):
     assert len(sqls) <= ANSWER_QUERIES + 2, [s[:80] for s in sqls]
     assert sum("models_registry_suggestion" in s for s in sqls) == 1
     assert sum("models_registry_prediction" in s for s in sqls) == 1
+    assert full_scans(queries.captured_queries) == []
+    assert sorted_reads(queries.captured_queries) == []
+
+
+# ---------- the question editor ----------
+
+
+def test_the_question_editor_saves_the_settings_and_names_a_foreign_run_at_its_field(client):
+    from tests.apps.studies.test_question_editor import field_errors, page, posted
+
+    study, _, run = suggesting_study(n_items=3)
+    question = study.questions.get()
+    question_update(question=question, settings={})
+    client.force_login(study.created_by)
+    editor = client.get(page(study, question)).content.decode()
+    assert 'name="settings-suggestion_run"' in editor
+    assert "Held-out share" in editor
+    data = posted(key="sentiment") | {
+        "settings-suggestion_run": str(run.pk),
+        "settings-suggestion_held_out": "0.3",
+    }
+    assert client.post(page(study, question), data).status_code == 302
+    question.refresh_from_db()
+    assert question.settings == {"suggestion_run": run.pk, "suggestion_held_out": 0.3}
+
+    other = question_create(
+        study=study, key="other", prompt="Other?", labels=SENTIMENT_LABELS, position=1
+    )
+    data = posted(key="other") | {"settings-suggestion_run": str(run.pk)}
+    response = client.post(page(study, other), data)
+    assert response.status_code == 422
+    assert "not registered for this question" in field_errors(response, "settings-suggestion_run")
+    other.refresh_from_db()
+    assert other.settings == {}
