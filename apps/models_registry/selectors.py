@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -421,7 +422,7 @@ def anchoring_report(*, question: Question, n_boot: int = 2000) -> AnchoringRepo
     held_out = float((question.settings or {}).get(HELD_OUT, DEFAULT_HELD_OUT))
     if answers["agree"].size == 0:
         return AnchoringReport(run=run, held_out=held_out, rows=[], study=None)
-    names = dict(
+    names: dict[Hashable, str] = dict(
         get_user_model()
         .objects.filter(pk__in=set(answers["annotator"].tolist()))
         .values_list("pk", "username")
@@ -431,7 +432,7 @@ def anchoring_report(*, question: Question, n_boot: int = 2000) -> AnchoringRepo
     )
     rows = [
         AnchoringRow(
-            name=names.get(int(pk), str(pk)),
+            name=names.get(pk, str(pk)),
             effect=effect,
             flag=anchoring_flag(effect, acceptance_floor=ACCEPTANCE_FLOOR),
         )
