@@ -21,7 +21,11 @@ from apps.annotations.models import Assignment
 from apps.annotations.selectors import AnswerShown, assignments_to_answer
 from apps.annotations.tickets import ticket_issue, ticket_read
 from apps.items.models import Item
-from apps.models_registry.suggestions import QueueSuggestion, queue_suggestions
+from apps.models_registry.suggestions import (
+    QueueSuggestion,
+    queue_suggestions,
+    ticket_suggestions,
+)
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Question, Study
 from apps.studies.selectors import covering_questions
@@ -152,10 +156,11 @@ class AnswerForm(ServiceFormMixin, forms.Form):
             )
         except Assignment.DoesNotExist:
             raise ValidationError("That item is not in your queue.") from None
-        data["suggestions"] = {
-            int(pk): (run_id, label_id, bool(shown_flag))
-            for pk, (run_id, label_id, shown_flag) in shown.get("suggested", {}).items()
-        }
+        data["suggestions"] = ticket_suggestions(
+            shown.get("suggested", {}),
+            item_id=data["assignment"].item_id,
+            annotator_id=self.annotator.pk,
+        )
         self.ask_about(data["assignment"].item)
         data["answers"] = {
             entry.question: data[entry.field_name]

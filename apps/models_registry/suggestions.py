@@ -105,17 +105,57 @@ def suggestion_drawn(*, question_id: int, item_id: int, annotator_id: int, held_
     return int.from_bytes(digest[:8], "big") / 2.0**64 >= held_out
 
 
+def _pad(*, question_id: int, item_id: int, annotator_id: int) -> int:
+    """A 48-bit keyed mask of the (question, item, annotator) cell."""
+    digest = salted_hmac(
+        _SALT + ".label", f"{question_id}:{item_id}:{annotator_id}", algorithm="sha256"
+    ).digest()
+    return int.from_bytes(digest[:6], "big")
+
+
+def label_seal(*, question_id: int, item_id: int, annotator_id: int, label_id: int) -> int:
+    """The label id as the item's ticket carries it: XOR-ed with a keyed mask of the cell.
+
+    The ticket is signed, not encrypted (its payload is base64 JSON in the page): a held-out
+    item's ticket must not tell the annotator the label withheld. The same call unseals.
+    """
+    pad = _pad(question_id=question_id, item_id=item_id, annotator_id=annotator_id)
+    return label_id ^ pad
+
+
 @dataclass(frozen=True)
 class QueueSuggestion:
-    """The run's label for the item, and whether the page shows it."""
+    """The run's label for the item, whether the page shows it, and the label as sealed for
+    the ticket (:func:`label_seal`)."""
 
     run_id: int
     label: Label
     shown: bool
+    sealed: int
 
     def ticket(self) -> list[int]:
-        """``[run, label, shown]`` as signed into the item's ticket."""
-        return [self.run_id, self.label.pk, int(self.shown)]
+        """``[run, sealed label, shown]`` as signed into the item's ticket."""
+        return [self.run_id, self.sealed, int(self.shown)]
+
+
+def ticket_suggestions(
+    raw: Mapping[str, Sequence[int]], *, item_id: int, annotator_id: int
+) -> dict[int, tuple[int, int, bool]]:
+    """What a ticket says the page did (question id -> ``(run, label, shown)``), its labels
+    unsealed."""
+    return {
+        int(pk): (
+            int(run_id),
+            label_seal(
+                question_id=int(pk),
+                item_id=item_id,
+                annotator_id=annotator_id,
+                label_id=int(sealed),
+            ),
+            bool(shown),
+        )
+        for pk, (run_id, sealed, shown) in raw.items()
+    }
 
 
 def _suggested_label(rows: Sequence[tuple[int, int]], annotator_id: int) -> int:
@@ -163,7 +203,17 @@ def queue_suggestions(
             annotator_id=annotator_id,
             held_out=entry.question.settings.get(HELD_OUT, DEFAULT_HELD_OUT),
         )
-        found[entry.question.pk] = QueueSuggestion(run_id=run_id, label=label, shown=shown)
+        found[entry.question.pk] = QueueSuggestion(
+            run_id=run_id,
+            label=label,
+            shown=shown,
+            sealed=label_seal(
+                question_id=entry.question.pk,
+                item_id=item_id,
+                annotator_id=annotator_id,
+                label_id=label.pk,
+            ),
+        )
     return found
 
 

@@ -38,7 +38,7 @@ def answer_all(study, annotator, choose) -> None:
             answers={question: key},
             idempotency_key=uuid.uuid4(),
             time_spent_ms=ms,
-            suggestions={pk: tuple(s.ticket()) for pk, s in found.items()},
+            suggestions={pk: (s.run_id, s.label.pk, s.shown) for pk, s in found.items()},
         )
 
 

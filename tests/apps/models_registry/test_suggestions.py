@@ -262,3 +262,36 @@ def test_the_question_editor_saves_the_settings_and_names_a_foreign_run_at_its_f
     assert "not registered for this question" in field_errors(response, "settings-suggestion_run")
     other.refresh_from_db()
     assert other.settings == {}
+
+
+def test_a_held_out_page_does_not_carry_the_models_label_in_clear(client):
+    """The ticket is signed, not encrypted: anyone can base64-decode the hidden field. On a
+    held-out item it must not tell the annotator the label the model would have suggested."""
+    from django.core import signing
+
+    from apps.annotations.forms import TICKET_SALT
+
+    study, (annotator, _), _ = suggesting_study(n_items=12, held_out=0.5)
+    question = study.questions.get()
+    negative = question.labels.get(key="negative")
+    client.force_login(annotator)
+    held_out_seen = 0
+    for _ in range(12):
+        page = client.get(queue_url(study))
+        form = page.context["form"].initial
+        payload = signing.loads(form["ticket"], salt=TICKET_SALT)
+        _run_id, label_field, shown = payload["suggested"][str(question.pk)]
+        if not shown:
+            held_out_seen += 1
+            assert label_field != negative.pk
+        client.post(
+            queue_url(study),
+            {
+                "idempotency_key": str(form["idempotency_key"]),
+                "ticket": form["ticket"],
+                f"q{question.pk}": "positive",
+            },
+        )
+    assert held_out_seen
+    # and the record still names the label withheld
+    assert set(Suggestion.objects.values_list("label__key", flat=True)) == {"negative"}
