@@ -295,3 +295,13 @@ def test_a_held_out_page_does_not_carry_the_models_label_in_clear(client):
     assert held_out_seen
     # and the record still names the label withheld
     assert set(Suggestion.objects.values_list("label__key", flat=True)) == {"negative"}
+
+
+def test_the_run_page_names_the_id_the_editor_asks_for(client):
+    from django.urls import reverse
+
+    study, _, run = suggesting_study(n_items=3)
+    client.force_login(study.created_by)
+    html = client.get(reverse("models_registry:run", args=[study.pk, run.pk])).content.decode()
+    assert f'run id <strong id="run-id">{run.pk}</strong>' in html
+    assert "Suggest from model run" in html
