@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery
 from numpy.typing import NDArray
 
-from analytics.metrics import paired_difference
+from analytics.metrics import krippendorff_alpha, paired_difference
 from analytics.metrics.anchoring import (
     AnchoringEffect,
     anchoring_by_annotator,
@@ -375,6 +375,34 @@ class AnchoringReport:
     held_out: float
     rows: list[AnchoringRow]
     study: AnchoringRow | None
+    among: AmongAnnotators | None = None
+
+
+@dataclass(frozen=True)
+class AmongAnnotators:
+    """Krippendorff's alpha among the annotators on the held-out answers only (free of the
+    suggestion's pull) and on the shown answers, with the items each counts (two answers or
+    more)."""
+
+    level: str
+    held_out: float
+    held_out_items: int
+    shown: float
+    shown_items: int
+
+
+def _alpha_of(
+    who: NDArray, item: NDArray, codes: NDArray, *, level: Literal["nominal", "ordinal"]
+) -> tuple[float, int]:
+    """Alpha of the answers given (annotator, item, code) and the items with 2+ answers."""
+    if codes.size == 0:
+        return float("nan"), 0
+    rows, row = np.unique(who, return_inverse=True)
+    cols, col = np.unique(item, return_inverse=True)
+    matrix = np.full((rows.size, cols.size), np.nan)
+    matrix[row, col] = codes
+    pairable = int(((~np.isnan(matrix)).sum(axis=0) >= 2).sum())
+    return (krippendorff_alpha(matrix, level=level) if pairable else float("nan")), pairable
 
 
 def suggestion_answers(*, question: Question) -> dict[str, NDArray]:
@@ -408,6 +436,7 @@ def suggestion_answers(*, question: Question) -> dict[str, NDArray]:
         "shown": np.array(shown, dtype=bool),
         "agree": np.array(suggested) == np.array(answered),
         "seconds": np.array([np.nan if t is None else t / 1000.0 for t in ms], dtype=float),
+        "label": np.array(answered, dtype=np.int64),
     }
 
 
@@ -446,6 +475,27 @@ def anchoring_report(*, question: Question, n_boot: int = 2000) -> AnchoringRepo
         n_boot=n_boot,
         seed=question.pk,
     )
+    level: Literal["nominal", "ordinal"] = "ordinal" if question.ordered else "nominal"
+    position = {pk: i for i, pk in enumerate(question.labels.values_list("pk", flat=True))}
+    codes = np.array([position.get(int(pk), np.nan) for pk in answers["label"]], dtype=float)
+    shown = answers["shown"]
+    alpha_held, items_held = _alpha_of(
+        answers["annotator"][~shown], answers["item"][~shown], codes[~shown], level=level
+    )
+    alpha_shown, items_shown = _alpha_of(
+        answers["annotator"][shown], answers["item"][shown], codes[shown], level=level
+    )
+    among = AmongAnnotators(
+        level=level,
+        held_out=alpha_held,
+        held_out_items=items_held,
+        shown=alpha_shown,
+        shown_items=items_shown,
+    )
     return AnchoringReport(
-        run=run, held_out=held_out, rows=rows, study=AnchoringRow(name="All", effect=study)
+        run=run,
+        held_out=held_out,
+        rows=rows,
+        study=AnchoringRow(name="All", effect=study),
+        among=among,
     )

@@ -258,4 +258,13 @@ ANCHORING_FIGURES = (
         "Time with / without",
         explanation="Median seconds per item with the suggestion shown and held out.",
     ),
+    CardFigure(
+        CARD,
+        "Agreement among annotators, held out only",
+        direction="higher",
+        explanation="Krippendorff's alpha among the annotators computed on the held-out "
+        "answers only (items with two or more), beside the same on the shown answers: "
+        "agreement that a shared suggestion cannot inflate. Each item is held out for a "
+        "random share of its annotators, so it rests on fewer items.",
+    ),
 )

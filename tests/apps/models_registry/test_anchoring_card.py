@@ -108,7 +108,9 @@ def test_the_dashboard_shows_the_card_with_its_explanations(answered, client):
     for figure in ANCHORING_FIGURES:
         assert f"<dt>{figure.label}</dt>" in card
         assert figure.explanation.replace("'", "&#x27;") in card
-        assert f'<th scope="col" class="num">{figure.label}</th>' in card
+        column = f'<th scope="col" class="num">{figure.label}</th>'
+        line = f'id="anchoring-among"><strong>{figure.label}</strong>'
+        assert (column in card) != (line in card), figure.label  # a column or the alpha line
 
 
 def test_a_question_without_suggestions_has_no_card(client):
@@ -125,3 +127,39 @@ def test_the_figure_guide_lists_the_card_figures():
     guide = figure_guide()
     for figure in ANCHORING_FIGURES:
         assert f"- **{figure.label}** (Model suggestions card): {figure.explanation}" in guide
+
+
+def test_agreement_among_annotators_on_held_out_answers_only(answered):
+    """Alpha among the annotators from the held-out answers alone, and from the shown ones,
+    against the krippendorff package on matrices built from the revisions directly."""
+    import krippendorff
+
+    from apps.annotations.models import Revision
+
+    study, a, b, _ = answered
+    question = study.questions.get()
+    position = {key: i for i, key in enumerate(question.labels.values_list("key", flat=True))}
+    users, items = [a.pk, b.pk], sorted(study.items.values_list("pk", flat=True))
+    matrices = {True: np.full((2, len(items)), np.nan), False: np.full((2, len(items)), np.nan)}
+    for revision in Revision.objects.filter(annotation__question=question).select_related(
+        "suggestion", "annotation", "label"
+    ):
+        matrix = matrices[revision.suggestion.shown]
+        row, col = (
+            users.index(revision.annotation.annotator_id),
+            items.index(revision.annotation.item_id),
+        )
+        matrix[row, col] = position[revision.label.key]
+    among = anchoring_report(question=question, n_boot=200).among
+    assert among.level == "ordinal"
+    for shown, value, n in (
+        (False, among.held_out, among.held_out_items),
+        (True, among.shown, among.shown_items),
+    ):
+        m = matrices[shown]
+        both = (~np.isnan(m)).sum(axis=0) >= 2
+        assert n == int(both.sum())
+        if n and len(np.unique(m[:, both])) > 1:
+            expected = krippendorff.alpha(reliability_data=m, level_of_measurement="ordinal")
+            assert value == pytest.approx(expected)
+    assert among.shown_items > among.held_out_items
