@@ -33,6 +33,11 @@ def figure_guide() -> str:
             lines.append(f"- **{figure.label}** (whole question): {figure.explanation}")
         for spec in kind.indicators:
             lines.append(f"- **{spec.heading}**: {spec.explanation} {spec.reading}")
+        for card_figure in kind.card_figures:
+            lines.append(
+                f"- **{card_figure.label}** ({card_figure.card} card): "
+                f"{card_figure.explanation} {card_figure.reading}"
+            )
         lines.append("")
     lines += [f"- {INTERVAL_MEANING}", f"- {BAND_MEANING}", ""]
     return "\n".join(lines)

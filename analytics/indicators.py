@@ -161,6 +161,38 @@ class Indicator:
 
 
 @dataclass(frozen=True)
+class CardFigure:
+    """A figure of one of a kind's extra dashboard cards (not an annotator-table column),
+    with its plain explanation.
+
+    Attributes
+    ----------
+    card : str
+        The card's heading ("Model suggestions"), which the figure guide names.
+    label : str
+        The figure's heading in the card.
+    direction : {"higher", "lower"} or None
+        Which side is better (``None``: it describes the work).
+    explanation : str
+        One plain line for a manager; the card prints it in its legend.
+    """
+
+    card: str
+    label: str
+    direction: Literal["higher", "lower"] | None = None
+    explanation: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.explanation:
+            raise ValueError(f"card figure {self.label!r}: a manager needs its explanation")
+
+    @property
+    def reading(self) -> str:
+        """Which way is good, in words."""
+        return READINGS[self.direction]
+
+
+@dataclass(frozen=True)
 class StudyFigure:
     """A study-wide figure of a kind (a key of :attr:`Derived.study`), how it is shown and
     judged.

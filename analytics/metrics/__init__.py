@@ -25,6 +25,14 @@ from .alignment import (
     shift_trace,
     windowed_sda,
 )
+from .anchoring import (
+    AnchoringEffect,
+    anchoring_by_annotator,
+    anchoring_effect,
+    anchoring_flag,
+    anchoring_study,
+    newcombe_difference,
+)
 from .arena import ArenaRanking, PairChoice, arena_ranking, next_model_pair
 from .categorical import (
     cohen_kappa,
@@ -149,6 +157,7 @@ from .uncertainty import (
 __all__ = [
     "EMOTION_COORDINATES",
     "ICC_KINDS",
+    "AnchoringEffect",
     "ArenaRanking",
     "BradleyTerryResult",
     "ConsensusAgreement",
@@ -177,6 +186,10 @@ __all__ = [
     "agglomerative_order",
     "alpha_bootstrap",
     "alpha_from_coincidences",
+    "anchoring_by_annotator",
+    "anchoring_effect",
+    "anchoring_flag",
+    "anchoring_study",
     "annotator_mean_aad",
     "annotator_mean_aad_bootstrap",
     "arena_ranking",
@@ -244,6 +257,7 @@ __all__ = [
     "median_interval",
     "mse",
     "mse_matrix",
+    "newcombe_difference",
     "next_model_pair",
     "normal_interval",
     "paired_difference",

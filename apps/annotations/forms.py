@@ -8,6 +8,7 @@ second tab) makes the services return the first submission instead of storing an
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,11 @@ from apps.annotations.models import Assignment
 from apps.annotations.selectors import AnswerShown, assignments_to_answer
 from apps.annotations.tickets import ticket_issue, ticket_read
 from apps.items.models import Item
+from apps.models_registry.suggestions import (
+    QueueSuggestion,
+    queue_suggestions,
+    ticket_suggestions,
+)
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Question, Study
 from apps.studies.selectors import covering_questions, study_questions_cached
@@ -30,11 +36,13 @@ TICKET_SALT = "annotations.queue.ticket"
 
 @dataclass(frozen=True)
 class QueueQuestion:
-    """A question as the queue renders it: its form field name and its labels in order."""
+    """A question as the queue renders it: its form field name, its labels in order and
+    the model's suggestion for the item shown, if the question has one."""
 
     question: Question
     field_name: str
     labels: list[Label]
+    suggestion: QueueSuggestion | None = None
 
 
 def queue_questions(*, study: Study) -> list[QueueQuestion]:
@@ -93,11 +101,29 @@ class AnswerForm(ServiceFormMixin, forms.Form):
         questions: list[QueueQuestion] | None = None,
     ) -> AnswerForm:
         """A fresh, unbound form for showing ``assignment``: new key, ticket signed now."""
-        initial = {"idempotency_key": uuid.uuid4()}
-        if assignment is not None:
-            initial["ticket"] = ticket_issue({"assignment": assignment.pk}, salt=TICKET_SALT)
-        form = cls(study=study, annotator=annotator, questions=questions, initial=initial)
-        return form.ask_about(assignment.item if assignment is not None else None)
+        form = cls(
+            study=study,
+            annotator=annotator,
+            questions=questions,
+            initial={"idempotency_key": uuid.uuid4()},
+        )
+        if assignment is None:
+            return form.ask_about(None)
+        form.ask_about(assignment.item)
+        # a model's suggestion (or its held-out draw), signed into the ticket so the answer
+        # records what this page showed
+        found = queue_suggestions(
+            questions=form.questions, item_id=assignment.item_id, annotator_id=annotator.pk
+        )
+        form.questions = [
+            dataclasses.replace(entry, suggestion=found.get(entry.question.pk))
+            for entry in form.questions
+        ]
+        shown: dict[str, Any] = {"assignment": assignment.pk}
+        if found:
+            shown["suggested"] = {str(pk): s.ticket() for pk, s in found.items()}
+        form.initial["ticket"] = ticket_issue(shown, salt=TICKET_SALT)
+        return form
 
     def ask_about(self, item: Item | None) -> AnswerForm:
         """Keep only the questions that apply to ``item`` (their scope covers it): the page
@@ -132,6 +158,11 @@ class AnswerForm(ServiceFormMixin, forms.Form):
             )
         except Assignment.DoesNotExist:
             raise ValidationError("That item is not in your queue.") from None
+        data["suggestions"] = ticket_suggestions(
+            shown.get("suggested", {}),
+            item_id=data["assignment"].item_id,
+            annotator_id=self.annotator.pk,
+        )
         self.ask_about(data["assignment"].item)
         data["answers"] = {
             entry.question: data[entry.field_name]

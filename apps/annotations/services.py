@@ -30,6 +30,7 @@ from apps.annotations.selectors import (
     assignments_to_answer,
 )
 from apps.annotations.values import clean_value
+from apps.models_registry.models import Suggestion
 from apps.recruitment.access import participant_check_answering
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Membership, Question, Study
@@ -405,6 +406,7 @@ def annotations_submit(
     idempotency_key: uuid.UUID,
     time_spent_ms: int | None = None,
     source: str = Revision.Source.UI,
+    suggestions: Mapping[int, tuple[int, int, bool]] | None = None,
 ) -> tuple[list[Revision], bool]:
     """Record one annotator's answers to an assigned item, one revision per question.
 
@@ -417,6 +419,11 @@ def annotations_submit(
     so every other writer waits for what runs inside. An ``assignment`` loaded by
     :func:`~apps.annotations.selectors.assignments_to_answer` (the API's and the page's) is
     checked as loaded; any other is read again with its checks.
+
+    ``suggestions`` (question id -> ``(run id, label id, shown)``) is what the page showed of
+    a model's suggestions (:mod:`apps.models_registry.suggestions`, read from its signed
+    ticket): each new revision of such a question gets its
+    :class:`~apps.models_registry.models.Suggestion` row (one more write, only then).
     """
     if not hasattr(assignment, "annotating"):
         assignment = assignments_to_answer().get(pk=assignment.pk)
@@ -450,6 +457,8 @@ def annotations_submit(
             )
             for question, value, label in cleaned
         ]
+        if suggestions:
+            _suggestions_record(appended, suggestions)
         # a replayed key's revision may no longer be the current one (undone since): only
         # the revisions appended now are known to be live
         live = [
@@ -462,6 +471,20 @@ def annotations_submit(
             for question, _, _ in cleaned:  # adaptive overlap may ask one more annotator
                 assignment_extend_disputed(question=question, item_id=assignment.item_id)
     return [revision for revision, _ in appended], all(created for _, created in appended)
+
+
+def _suggestions_record(
+    appended: list[tuple[Revision, bool]], suggestions: Mapping[int, tuple[int, int, bool]]
+) -> None:
+    """Record, with each new revision, the suggestion its page showed or held out."""
+    rows = [
+        Suggestion(revision=revision, run_id=run_id, label_id=label_id, shown=shown)
+        for revision, created in appended
+        if created and revision.annotation.question_id in suggestions
+        for run_id, label_id, shown in [suggestions[revision.annotation.question_id]]
+    ]
+    if rows:
+        Suggestion.objects.bulk_create(rows)
 
 
 @transaction.atomic

@@ -71,6 +71,7 @@ def _queue_post(
                 answers=data["answers"],
                 idempotency_key=data["idempotency_key"],
                 time_spent_ms=data["time_spent_ms"],
+                suggestions=data["suggestions"],
             )
     return form
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,12 @@ from apps.annotations.exporting import annotation_export_rows
 from apps.annotations.models import Assignment
 from apps.categorical import indicators as figures
 from apps.categorical import quality
+from apps.models_registry.suggestions import (
+    ANCHORING_FIGURES,
+    SuggestionSettingsForm,
+    clean_suggestion_settings,
+    suggestion_run_problem,
+)
 from apps.recruitment.indicators import (
     GOLD_ACCURACY,
     gold_accuracy_publish,
@@ -95,6 +101,33 @@ class CategoricalKind(QuestionKind):
     export_functions = {"answers": annotation_export_rows}
     has_labels = True
     preview_template = "categorical/preview.html"
+    settings_form = SuggestionSettingsForm
+    dashboard_page_cards = ("categorical/anchoring.html",)
+    card_figures = ANCHORING_FIGURES
+
+    def clean_settings(self, raw: Any) -> dict[str, Any]:
+        """A model run to suggest from and the held-out share
+        (:func:`~apps.models_registry.suggestions.clean_suggestion_settings`); nothing else."""
+        raw = dict(raw or {})
+        cleaned = clean_suggestion_settings(raw)
+        unknown = sorted(set(raw) - {"suggestion_run", "suggestion_held_out"})
+        if unknown:
+            raise ValidationError(
+                {"settings": f"Categorical questions take no setting {', '.join(unknown)}."}
+            )
+        return cleaned
+
+    def page_context(self, *, question: Question, query: Mapping[str, str]) -> dict[str, Any]:
+        """The suggestions card: the anchoring effect of a question that suggests a model's
+        labels (:func:`apps.models_registry.selectors.anchoring_report`), drawn on load."""
+        from apps.models_registry.selectors import anchoring_report
+
+        return {"anchoring": anchoring_report(question=question), "card_figures": ANCHORING_FIGURES}
+
+    def settings_problems(self, question: Question) -> dict[str, str]:
+        """The suggesting run must be one of the question's own."""
+        problem = suggestion_run_problem(question)
+        return {"suggestion_run": problem} if problem else {}
 
     def preview_context(self, *, question: Question, labels: list[Label]) -> dict[str, Any]:
         """The labels as the queue would draw them; a shortcut the queue would refuse (``s``,

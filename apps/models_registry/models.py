@@ -163,3 +163,30 @@ class ModelRunEvaluation(models.Model):
 
     def __str__(self) -> str:
         return f"evaluation of {self.run} at {self.computed_at:%Y-%m-%d %H:%M}"
+
+
+class Suggestion(models.Model):
+    """What the annotator's page did with a model's suggestion for one answer (issue 28).
+
+    One row per revision answered on a queue page whose question suggests from a model run
+    (``Question.settings["suggestion_run"]``): the run's label for the item and whether it was
+    ``shown`` (``False``: the item was held out for this annotator, so the label was withheld
+    and the answer measures agreement with the model without its influence). Written with the
+    revision, never changed (a deleted run leaves ``run`` empty and the record in place).
+    """
+
+    revision = models.OneToOneField(
+        "annotations.Revision", on_delete=models.CASCADE, related_name="suggestion"
+    )
+    run = models.ForeignKey(
+        ModelRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="suggestions"
+    )
+    label = models.ForeignKey(Label, on_delete=models.PROTECT, related_name="+")
+    shown = models.BooleanField()
+
+    class Meta:
+        ordering = ["revision_id"]
+
+    def __str__(self) -> str:
+        state = "shown" if self.shown else "held out"
+        return f"suggestion {self.label_id} ({state}) for revision {self.revision_id}"

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery
 from numpy.typing import NDArray
 
-from analytics.metrics import paired_difference
+from analytics.metrics import krippendorff_alpha, paired_difference
+from analytics.metrics.anchoring import (
+    AnchoringEffect,
+    anchoring_by_annotator,
+    anchoring_flag,
+    anchoring_study,
+)
 from analytics.selectors import question_ratings
 from apps.annotations.models import Annotation
 from apps.continuous.config import trace_settings
@@ -21,8 +28,10 @@ from apps.models_registry.importing import Axes
 from apps.models_registry.models import (
     ModelRun,
     ModelRunEvaluation,
+    Suggestion,
     TracePrediction,
 )
+from apps.models_registry.suggestions import ACCEPTANCE_FLOOR, DEFAULT_HELD_OUT, HELD_OUT, RUN
 from apps.studies.models import Question, Study
 from apps.studies.selectors import study_annotators
 
@@ -347,3 +356,146 @@ def model_run_questions(*, study: Study) -> QuerySet[Question]:
 def usernames(ids: list[int]) -> dict[int, str]:
     """Usernames of the given user ids (ids of deleted users are left out)."""
     return dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
+
+
+@dataclass(frozen=True)
+class AnchoringRow:
+    """One annotator's line of the suggestions card (or the question's, ``name`` "All")."""
+
+    name: str
+    effect: AnchoringEffect
+    flag: str | None = None
+
+
+@dataclass(frozen=True)
+class AnchoringReport:
+    """The suggestions card of a question: the run, each annotator's row and the study's."""
+
+    run: ModelRun | None
+    held_out: float
+    rows: list[AnchoringRow]
+    study: AnchoringRow | None
+    among: AmongAnnotators | None = None
+
+
+@dataclass(frozen=True)
+class AmongAnnotators:
+    """Krippendorff's alpha among the annotators on the held-out answers only (free of the
+    suggestion's pull) and on the shown answers, with the items each counts (two answers or
+    more)."""
+
+    level: str
+    held_out: float
+    held_out_items: int
+    shown: float
+    shown_items: int
+
+
+def _alpha_of(
+    who: NDArray, item: NDArray, codes: NDArray, *, level: Literal["nominal", "ordinal"]
+) -> tuple[float, int]:
+    """Alpha of the answers given (annotator, item, code) and the items with 2+ answers."""
+    if codes.size == 0:
+        return float("nan"), 0
+    rows, row = np.unique(who, return_inverse=True)
+    cols, col = np.unique(item, return_inverse=True)
+    matrix = np.full((rows.size, cols.size), np.nan)
+    matrix[row, col] = codes
+    pairable = int(((~np.isnan(matrix)).sum(axis=0) >= 2).sum())
+    return (krippendorff_alpha(matrix, level=level) if pairable else float("nan")), pairable
+
+
+def suggestion_answers(*, question: Question) -> dict[str, NDArray]:
+    """The question's live round-1 answers given with a suggestion shown or held out: per
+    answer ``annotator`` (id), ``item`` (id), ``shown``, ``agree`` (the answer is the
+    suggested/withheld label) and ``seconds`` (nan when not timed). One query."""
+    rows = list(
+        Suggestion.objects.filter(
+            revision__annotation__question=question,
+            revision__annotation__round=1,
+            revision__annotation__current_revision=F("revision"),
+            revision__value__isnull=False,
+        )
+        .order_by("revision__annotation__annotator_id", "revision__annotation__item_id")
+        .values_list(
+            "revision__annotation__annotator_id",
+            "revision__annotation__item_id",
+            "shown",
+            "label_id",
+            "revision__label_id",
+            "revision__time_spent_ms",
+        )
+    )
+    if not rows:
+        empty = np.zeros(0)
+        return dict.fromkeys(("annotator", "item", "shown", "agree", "seconds"), empty)
+    who, item, shown, suggested, answered, ms = zip(*rows, strict=True)
+    return {
+        "annotator": np.array(who, dtype=np.int64),
+        "item": np.array(item, dtype=np.int64),
+        "shown": np.array(shown, dtype=bool),
+        "agree": np.array(suggested) == np.array(answered),
+        "seconds": np.array([np.nan if t is None else t / 1000.0 for t in ms], dtype=float),
+        "label": np.array(answered, dtype=np.int64),
+    }
+
+
+def anchoring_report(*, question: Question, n_boot: int = 2000) -> AnchoringReport | None:
+    """The anchoring effect of the question's suggestions, per annotator and for the study
+    (:mod:`analytics.metrics.anchoring`); ``None`` when the question never suggested."""
+    run_id = (question.settings or {}).get(RUN)
+    answers = suggestion_answers(question=question)
+    if run_id is None and answers["agree"].size == 0:
+        return None
+    run = ModelRun.objects.filter(pk=run_id).first() if run_id is not None else None
+    held_out = float((question.settings or {}).get(HELD_OUT, DEFAULT_HELD_OUT))
+    if answers["agree"].size == 0:
+        return AnchoringReport(run=run, held_out=held_out, rows=[], study=None)
+    names: dict[Hashable, str] = dict(
+        get_user_model()
+        .objects.filter(pk__in=set(answers["annotator"].tolist()))
+        .values_list("pk", "username")
+    )
+    per = anchoring_by_annotator(
+        answers["annotator"], answers["agree"], answers["shown"], seconds=answers["seconds"]
+    )
+    rows = [
+        AnchoringRow(
+            name=names.get(pk, str(pk)),
+            effect=effect,
+            flag=anchoring_flag(effect, acceptance_floor=ACCEPTANCE_FLOOR),
+        )
+        for pk, effect in per.items()
+    ]
+    study = anchoring_study(
+        answers["item"],
+        answers["agree"],
+        answers["shown"],
+        seconds=answers["seconds"],
+        n_boot=n_boot,
+        seed=question.pk,
+    )
+    level: Literal["nominal", "ordinal"] = "ordinal" if question.ordered else "nominal"
+    position = {pk: i for i, pk in enumerate(question.labels.values_list("pk", flat=True))}
+    codes = np.array([position.get(int(pk), np.nan) for pk in answers["label"]], dtype=float)
+    shown = answers["shown"]
+    alpha_held, items_held = _alpha_of(
+        answers["annotator"][~shown], answers["item"][~shown], codes[~shown], level=level
+    )
+    alpha_shown, items_shown = _alpha_of(
+        answers["annotator"][shown], answers["item"][shown], codes[shown], level=level
+    )
+    among = AmongAnnotators(
+        level=level,
+        held_out=alpha_held,
+        held_out_items=items_held,
+        shown=alpha_shown,
+        shown_items=items_shown,
+    )
+    return AnchoringReport(
+        run=run,
+        held_out=held_out,
+        rows=rows,
+        study=AnchoringRow(name="All", effect=study),
+        among=among,
+    )

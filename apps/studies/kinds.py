@@ -28,7 +28,7 @@ from django.utils.module_loading import import_string
 from analytics.config import clean_quality_override
 
 if TYPE_CHECKING:
-    from analytics.indicators import Derived, Indicator, StudyFigure
+    from analytics.indicators import CardFigure, Derived, Indicator, StudyFigure
     from analytics.intervals import IntervalSet
     from analytics.models import QualitySnapshot, QualityState
     from apps.annotations.models import Assignment
@@ -80,6 +80,9 @@ class QuestionKind:
         ``QUALITY_PLOT_INTERVAL`` seconds).
     dashboard_page_cards : tuple of str
         Template names of extra cards drawn on page load only (not pushed).
+    card_figures : tuple of CardFigure
+        The figures those extra cards show, each with its plain explanation (the cards print
+        them in their legends and the figure guide lists them).
     annotators_note : str
         A sentence under the annotator table's heading (how to read a figure).
     export_functions : mapping of str to callable
@@ -118,6 +121,7 @@ class QuestionKind:
     dashboard_cards: ClassVar[tuple[str, ...]] = ()
     dashboard_plots: ClassVar[tuple[str, ...]] = ()
     dashboard_page_cards: ClassVar[tuple[str, ...]] = ()
+    card_figures: ClassVar[tuple[CardFigure, ...]] = ()
     annotators_note: ClassVar[str] = ""
     export_functions: ClassVar[Mapping[str, Callable[..., Any]]] = {}
     has_labels: ClassVar[bool] = False
@@ -146,6 +150,12 @@ class QuestionKind:
         raise ValidationError(
             {"question": f"{question.get_kind_display()} questions are not answered this way."}
         )
+
+    def settings_problems(self, question: Question) -> dict[str, str]:
+        """What is wrong with the question's (cleaned) settings given the question itself
+        (setting -> message; the services refuse them): what :meth:`clean_settings` cannot
+        see, such as a model run of another question. The default finds nothing."""
+        return {}
 
     def answered(self, question: Question) -> bool:
         """Whether the question has answers (then its labels and :attr:`answer_settings`

@@ -211,6 +211,8 @@ def question_create(
     )
     question.full_clean()
     question.save()
+    if problems := question_kind(kind).settings_problems(question):
+        raise ValidationError(problems)
     if question_kind(kind).has_labels:
         if len(labels) < 2:
             raise ValidationError({"labels": "A categorical question needs at least two labels."})
@@ -248,6 +250,8 @@ def question_update(
                     for name in changed
                 }
             )
+    if problems := question_kind(question.kind).settings_problems(question):
+        raise ValidationError(problems)
     question.full_clean()
     question.save()
     if "scope" in fields and question.study.is_running:  # a wider scope: the new items' work

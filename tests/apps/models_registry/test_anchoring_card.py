@@ -1,0 +1,165 @@
+"""The dashboard's "Model suggestions" card: per-annotator agreement with the model shown and
+held out, the anchoring effect with its interval, acceptance, times, the study row and the
+flag on an annotator who takes nearly every suggestion, faster (issue 28)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import numpy as np
+import pytest
+
+from analytics.figure_guide import figure_guide
+from analytics.metrics.anchoring import anchoring_effect
+from apps.annotations.forms import queue_questions
+from apps.annotations.selectors import assignments_to_answer
+from apps.annotations.services import annotations_submit
+from apps.models_registry.selectors import anchoring_report, suggestion_answers
+from apps.models_registry.suggestions import ANCHORING_FIGURES, queue_suggestions
+from tests.apps.models_registry.suggesting import suggesting_study
+
+pytestmark = pytest.mark.django_db
+
+
+def answer_all(study, annotator, choose) -> None:
+    """Answer every assignment as the queue would: ``choose(suggestion) -> (label key, ms)``."""
+    entries = queue_questions(study=study)
+    question = entries[0].question
+    for assignment in assignments_to_answer().filter(annotator=annotator, study=study):
+        found = queue_suggestions(
+            questions=entries, item_id=assignment.item_id, annotator_id=annotator.pk
+        )
+        suggestion = found[question.pk]
+        key, ms = choose(suggestion)
+        annotations_submit(
+            annotator=annotator,
+            assignment=assignment,
+            answers={question: key},
+            idempotency_key=uuid.uuid4(),
+            time_spent_ms=ms,
+            suggestions={pk: (s.run_id, s.label.pk, s.shown) for pk, s in found.items()},
+        )
+
+
+def follower(suggestion):
+    """Takes every suggestion in a second; without one, thinks for five and says positive."""
+    return ("negative", 1000) if suggestion.shown else ("positive", 5000)
+
+
+def independent(suggestion):
+    """Answers 'negative' on every third item whatever is shown, in three seconds."""
+    independent.n = getattr(independent, "n", 0) + 1
+    return ("negative" if independent.n % 3 == 0 else "positive", 3000)
+
+
+@pytest.fixture
+def answered():
+    study, (a, b), run = suggesting_study(n_items=60, n_annotators=2, held_out=0.2)
+    answer_all(study, a, follower)
+    answer_all(study, b, independent)
+    return study, a, b, run
+
+
+def test_the_answers_read_back_as_recorded(answered):
+    study, a, _b, _ = answered
+    data = suggestion_answers(question=study.questions.get())
+    assert data["agree"].size == 120
+    mine = data["annotator"] == a.pk
+    # the follower agrees exactly when shown
+    assert (data["agree"][mine] == data["shown"][mine]).all()
+    assert set(data["seconds"][mine]) == {1.0, 5.0}
+
+
+def test_the_report_gives_each_annotators_effect_and_flags_the_follower(answered):
+    study, a, b, run = answered
+    report = anchoring_report(question=study.questions.get(), n_boot=500)
+    assert report.run == run
+    rows = {row.name: row for row in report.rows}
+    follower_row, other_row = rows[a.username], rows[b.username]
+    data = suggestion_answers(question=study.questions.get())
+    mine = data["annotator"] == a.pk
+    expected = anchoring_effect(
+        data["agree"][mine], data["shown"][mine], seconds=data["seconds"][mine]
+    )
+    np.testing.assert_equal(follower_row.effect.__dict__, expected.__dict__)
+    assert follower_row.effect.difference == 1.0
+    assert follower_row.flag is not None
+    assert "accepts 100% of suggestions" in follower_row.flag
+    assert "1.0 s per item with one against 5.0 s without" in follower_row.flag
+    assert other_row.flag is None
+    assert other_row.effect.low < 0 < other_row.effect.high  # no pull
+    assert report.study.effect.n_shown + report.study.effect.n_held_out == 120
+    assert report.study.effect.low <= report.study.effect.difference <= report.study.effect.high
+
+
+def test_the_dashboard_shows_the_card_with_its_explanations(answered, client):
+    study, a, _, _ = answered
+    question = study.questions.get()
+    client.force_login(study.created_by)
+    html = client.get(f"/studies/{study.pk}/quality/?question={question.pk}").content.decode()
+    card = html[html.index('id="quality-suggestions"') :]
+    card = card[: card.index("</section>")]
+    assert "Suggesting from <strong>baseline 1</strong>" in card
+    assert a.username in card
+    assert "Whole question" in card
+    assert re.search(r"1\.00 <span class=\"quality-bounds\">\[0\.\d\d, 1\.00\]</span>", card)
+    assert f"{a.username} accepts 100% of suggestions" in card
+    for figure in ANCHORING_FIGURES:
+        assert f"<dt>{figure.label}</dt>" in card
+        assert figure.explanation.replace("'", "&#x27;") in card
+        column = f'<th scope="col" class="num">{figure.label}</th>'
+        line = f'id="anchoring-among"><strong>{figure.label}</strong>'
+        assert (column in card) != (line in card), figure.label  # a column or the alpha line
+
+
+def test_a_question_without_suggestions_has_no_card(client):
+    from tests.factories import running_study
+
+    study, _ = running_study(n_items=2)
+    client.force_login(study.created_by)
+    question = study.questions.get()
+    html = client.get(f"/studies/{study.pk}/quality/?question={question.pk}").content.decode()
+    assert 'id="quality-suggestions"' not in html
+
+
+def test_the_figure_guide_lists_the_card_figures():
+    guide = figure_guide()
+    for figure in ANCHORING_FIGURES:
+        assert f"- **{figure.label}** (Model suggestions card): {figure.explanation}" in guide
+
+
+def test_agreement_among_annotators_on_held_out_answers_only(answered):
+    """Alpha among the annotators from the held-out answers alone, and from the shown ones,
+    against the krippendorff package on matrices built from the revisions directly."""
+    import krippendorff
+
+    from apps.annotations.models import Revision
+
+    study, a, b, _ = answered
+    question = study.questions.get()
+    position = {key: i for i, key in enumerate(question.labels.values_list("key", flat=True))}
+    users, items = [a.pk, b.pk], sorted(study.items.values_list("pk", flat=True))
+    matrices = {True: np.full((2, len(items)), np.nan), False: np.full((2, len(items)), np.nan)}
+    for revision in Revision.objects.filter(annotation__question=question).select_related(
+        "suggestion", "annotation", "label"
+    ):
+        matrix = matrices[revision.suggestion.shown]
+        row, col = (
+            users.index(revision.annotation.annotator_id),
+            items.index(revision.annotation.item_id),
+        )
+        matrix[row, col] = position[revision.label.key]
+    among = anchoring_report(question=question, n_boot=200).among
+    assert among.level == "ordinal"
+    for shown, value, n in (
+        (False, among.held_out, among.held_out_items),
+        (True, among.shown, among.shown_items),
+    ):
+        m = matrices[shown]
+        both = (~np.isnan(m)).sum(axis=0) >= 2
+        assert n == int(both.sum())
+        if n and len(np.unique(m[:, both])) > 1:
+            expected = krippendorff.alpha(reliability_data=m, level_of_measurement="ordinal")
+            assert value == pytest.approx(expected)
+    assert among.shown_items > among.held_out_items
