@@ -148,3 +148,33 @@ def test_an_idle_sweep_reads_only_the_index_of_pending_answers(
             plans += [row[-1] for row in cursor.fetchall()]
     touching = [line for line in plans if "annotations_annotation" in line]
     assert touching == ["SCAN annotations_annotation USING INDEX annotation_analysis_pending"]
+
+
+def test_after_a_bulk_import_the_idle_sweep_still_reads_only_the_pending_index(
+    db, django_capture_on_commit_callbacks
+):
+    """The import refreshes SQLite's planner statistics; taken while every imported answer was
+    still pending, they made the sweep scan every annotation on each tick (seen in CI when an
+    import ran earlier in the same test database)."""
+    from apps.annotations.importing import FinishedAnnotation, annotations_import_finished
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's query plans")
+    study, annotators = running_study(n_items=30, n_annotators=3)
+    items = list(study.items.values_list("external_id", flat=True))
+    records = [
+        FinishedAnnotation(item, user.username, "sentiment", "neutral")
+        for user in annotators
+        for item in items
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        annotations_import_finished(study=study, records=records)
+    with CaptureQueriesContext(connection) as queries:
+        assert quality_sweep() == []
+    plans = []
+    with connection.cursor() as cursor:
+        for query in queries.captured_queries:
+            cursor.execute(f"EXPLAIN QUERY PLAN {query['sql']}")
+            plans += [row[-1] for row in cursor.fetchall()]
+    touching = [line for line in plans if "annotations_annotation" in line]
+    assert touching == ["SCAN annotations_annotation USING INDEX annotation_analysis_pending"]
