@@ -40,6 +40,19 @@ def _answer_all(study) -> int:
     return len(assignments)
 
 
+PENDING_INDEX_SCAN = "SCAN annotations_annotation USING INDEX annotation_analysis_pending"
+
+
+def _annotation_reads(queries: CaptureQueriesContext) -> list[str]:
+    """SQLite's plan lines of the captured queries that read the annotations table."""
+    plans = []
+    with connection.cursor() as cursor:
+        for query in queries.captured_queries:
+            cursor.execute(f"EXPLAIN QUERY PLAN {query['sql']}")
+            plans += [row[-1] for row in cursor.fetchall()]
+    return [line for line in plans if "annotations_annotation" in line]
+
+
 @pytest.fixture
 def left_waiting(settings, django_capture_on_commit_callbacks):
     """A study whose answers were dispatched to a channel no worker reads."""
@@ -141,13 +154,7 @@ def test_an_idle_sweep_reads_only_the_index_of_pending_answers(
         assert quality_sweep() == []
     if connection.vendor != "sqlite":
         return
-    plans = []
-    with connection.cursor() as cursor:
-        for query in queries.captured_queries:
-            cursor.execute(f"EXPLAIN QUERY PLAN {query['sql']}")
-            plans += [row[-1] for row in cursor.fetchall()]
-    touching = [line for line in plans if "annotations_annotation" in line]
-    assert touching == ["SCAN annotations_annotation USING INDEX annotation_analysis_pending"]
+    assert _annotation_reads(queries) == [PENDING_INDEX_SCAN]
 
 
 def test_after_a_bulk_import_the_idle_sweep_still_reads_only_the_pending_index(
@@ -171,10 +178,4 @@ def test_after_a_bulk_import_the_idle_sweep_still_reads_only_the_pending_index(
         annotations_import_finished(study=study, records=records)
     with CaptureQueriesContext(connection) as queries:
         assert quality_sweep() == []
-    plans = []
-    with connection.cursor() as cursor:
-        for query in queries.captured_queries:
-            cursor.execute(f"EXPLAIN QUERY PLAN {query['sql']}")
-            plans += [row[-1] for row in cursor.fetchall()]
-    touching = [line for line in plans if "annotations_annotation" in line]
-    assert touching == ["SCAN annotations_annotation USING INDEX annotation_analysis_pending"]
+    assert _annotation_reads(queries) == [PENDING_INDEX_SCAN]

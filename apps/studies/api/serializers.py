@@ -13,6 +13,7 @@ from rest_framework import serializers
 from apps.items.models import Item
 from apps.studies.models import Label, Membership, Question, Study
 from apps.studies.selectors import question_items
+from apps.studies.services import QUESTION_FIELDS
 
 
 class StudySerializer(serializers.ModelSerializer):
@@ -98,19 +99,7 @@ class QuestionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Question
-        fields = [
-            "id",
-            "key",
-            "prompt",
-            "kind",
-            "ordered",
-            "position",
-            "settings",
-            "scope",
-            "instructions",
-            "items_covered",
-            "labels",
-        ]
+        fields = ["id", *QUESTION_FIELDS, "items_covered", "labels"]
         read_only_fields = fields
 
     def get_items_covered(self, question: Question) -> int:
@@ -133,17 +122,7 @@ class QuestionWriteSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Question
-        fields = [
-            "key",
-            "prompt",
-            "kind",
-            "ordered",
-            "position",
-            "settings",
-            "scope",
-            "instructions",
-            "labels",
-        ]
+        fields = [*QUESTION_FIELDS, "labels"]
         extra_kwargs = {
             "position": {"help_text": "Defaults to after the last question."},
             "instructions": {"help_text": "Markdown shown on the question's pages."},
