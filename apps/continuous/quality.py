@@ -437,7 +437,20 @@ def trace_study_figures(question: Question, *, left_out: Collection[int] = ()) -
     if found is None or not any((~np.isnan(m[:, 0])).sum() >= 2 for m in found[0]):
         return out
     items, truths, _, options = found
-    intervals = indicator_intervals_traces(
+    intervals = _trace_interval_set(items, truths, options)
+    out["figures"] = {figure.key: intervals[figure.key] for figure in (ICC, POOLED_KAPPA_SDA)}
+    return out
+
+
+def _trace_interval_set(
+    items: list[NDArray[np.float64]],
+    truths: list[NDArray[np.float64] | None],
+    options: TraceSettings,
+) -> dict[str, Interval]:
+    """:func:`~analytics.metrics.intervals.indicator_intervals_traces` at the question's
+    analysis rate, with the studio's lag bound, the annotators' dead band (the question's SDA
+    tolerance) and the truth's (``TRUTH_TOL``)."""
+    return indicator_intervals_traces(
         items,
         rate_hz=options.analysis_rate_hz,
         truths=truths,
@@ -445,8 +458,6 @@ def trace_study_figures(question: Question, *, left_out: Collection[int] = ()) -
         tol=options.sda_tolerance,
         truth_tol=TRUTH_TOL,
     )
-    out["figures"] = {figure.key: intervals[figure.key] for figure in (ICC, POOLED_KAPPA_SDA)}
-    return out
 
 
 def trace_intervals(question: Question) -> IntervalSet | None:
@@ -469,14 +480,7 @@ def trace_intervals(question: Question) -> IntervalSet | None:
     if found is None:
         return None
     items, truths, per_gold_trace, options = found
-    intervals = indicator_intervals_traces(
-        items,
-        rate_hz=options.analysis_rate_hz,
-        truths=truths,
-        max_lag=MAX_LAG_S,
-        tol=options.sda_tolerance,
-        truth_tol=TRUTH_TOL,
-    )
+    intervals = _trace_interval_set(items, truths, options)
     row_of = state.annotator_ids
     for spec, name in ((LAG, "lag"), (TREND_F1, "f1")):
         intervals[spec.key] = _mean_over_gold_traces(
