@@ -212,10 +212,12 @@ def test_redis_stopped_submits_succeed_and_the_dashboard_catches_up(stack: Stack
         for answer in during:
             submit_until_seen(answer, [port], deadline=time.monotonic() + 30)
             assert answer.statuses == [201]  # first try: the outbox is in the row
-        assert stack.pending() > 0
+        # The quality worker takes its work from the answers' outbox in the database, not
+        # from Redis: it goes on analysing them (only its pushes fail), so whether some are
+        # still waiting at this moment is a race (it was always so before the analysis moved
+        # out of the publish transaction). The dashboard answers either way.
         status, html = _dashboard(port, data)
         assert status == 200
-        assert "waiting for analysis" in html
         time.sleep(max(0.0, 10 - (time.monotonic() - started)))
     finally:
         stack.redis.start()
