@@ -214,8 +214,8 @@ def test_redis_stopped_submits_succeed_and_the_dashboard_catches_up(stack: Stack
             assert answer.statuses == [201]  # first try: the outbox is in the row
         # The quality worker takes its work from the answers' outbox in the database, not
         # from Redis: it goes on analysing them (only its pushes fail), so whether some are
-        # still waiting at this moment is a race (it was always so before the analysis moved
-        # out of the publish transaction). The dashboard answers either way.
+        # still waiting at this moment is a race (CI saw none left). The dashboard answers
+        # either way.
         status, html = _dashboard(port, data)
         assert status == 200
         time.sleep(max(0.0, 10 - (time.monotonic() - started)))
