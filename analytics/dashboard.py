@@ -137,7 +137,7 @@ def _cell(
     stored = indicators.get("intervals", {}).get(spec.interval) if spec.interval else None
     entry = stored[k] if stored and k < len(stored) else None
     if entry is not None and (entry[1] is None or entry[2] is None):  # estimate, no interval
-        estimate = spec.text(value) if value is not None else interval_text(entry, spec.format)
+        estimate = spec.text(value)
         return {  # not "[–, –]": the evidence is too thin for the interval to be trusted
             "text": f"{estimate} [too few for an interval]",
             "estimate": estimate,

@@ -379,6 +379,11 @@ def study_quality(*, study: Any, name: Callable[[str], str]) -> dict[str, Any]:
     return out
 
 
+def _listed(interval: Interval) -> list[float | None]:
+    """``[estimate, low, high]`` rounded, ``None`` where undefined."""
+    return [None if not np.isfinite(float(x)) else round(float(x), 6) for x in interval[:3]]
+
+
 def rows_figures(*, study: Any, left_out: Collection[int] = ()) -> dict[str, Any]:
     """The dashboard's study figures of every categorical question, computed once on the
     round-1 answers an export ships (the annotators ``left_out`` excluded), by question key.
@@ -405,31 +410,24 @@ def rows_figures(*, study: Any, left_out: Collection[int] = ()) -> dict[str, Any
                 .values_list("annotator_id", flat=True)
             )
         )
-        if not ids:  # no answers in the file: no rows to compute on
-            none = [None, None, None]
-            out[question.key] = {"annotators": 0, "answers": 0, "items": 0}
-            out[question.key] |= {"level": "ordinal" if question.ordered else "nominal"}
-            out[question.key] |= {"alpha": none} | (
-                {} if question.ordered else {"fleiss_kappa": none}
+        entry: dict[str, Any] = {"annotators": 0, "answers": 0, "items": 0}
+        entry["level"] = "ordinal" if question.ordered else "nominal"
+        # no answers in the file: no interval
+        alpha: list[float | None] = [None, None, None]
+        fleiss_kappa: list[float | None] = [None, None, None]
+        if ids:
+            keys = list(question.labels.values_list("key", flat=True))
+            _, ratings = question_ratings(
+                question_id=question.pk, annotator_ids=ids, value_keys=keys
             )
-            continue
-        keys = list(question.labels.values_list("key", flat=True))
-        _, ratings = question_ratings(question_id=question.pk, annotator_ids=ids, value_keys=keys)
-        found = rows_agreement(
-            ratings, ordered=question.ordered, seed=item_bootstrap_seed(question.pk)
-        )
-
-        def listed(interval: Interval) -> list[float | None]:
-            return [None if not np.isfinite(float(x)) else round(float(x), 6) for x in interval[:3]]
-
-        entry: dict[str, Any] = {
-            "annotators": found.annotators,
-            "answers": found.answers,
-            "items": found.items,
-            "level": found.level,
-            "alpha": listed(found.alpha),
-        }
+            found = rows_agreement(
+                ratings, ordered=question.ordered, seed=item_bootstrap_seed(question.pk)
+            )
+            entry |= {"annotators": found.annotators, "answers": found.answers}
+            entry |= {"items": found.items, "level": found.level}
+            alpha, fleiss_kappa = _listed(found.alpha), _listed(found.fleiss_kappa)
+        entry["alpha"] = alpha
         if not question.ordered:
-            entry["fleiss_kappa"] = listed(found.fleiss_kappa)
+            entry["fleiss_kappa"] = fleiss_kappa
         out[question.key] = entry
     return out
