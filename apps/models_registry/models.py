@@ -78,6 +78,30 @@ class Prediction(models.Model):
         return f"prediction of run {self.run_id} for item {self.item_id}, user {self.annotator_id}"
 
 
+class ItemPrediction(models.Model):
+    """A model's label for an item, the same for every annotator, with its probabilities.
+
+    What a general model (a classifier, a model endpoint) says of an item, as opposed to the
+    annotator-specific :class:`Prediction`. ``probabilities`` maps each label key of the question
+    to the model's probability (absent when the model gives only a label); the queue's active
+    order reads their entropy, the suggestions read ``label``.
+    """
+
+    run = models.ForeignKey(ModelRun, on_delete=models.CASCADE, related_name="item_predictions")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    label = models.ForeignKey(Label, on_delete=models.CASCADE, related_name="+")
+    probabilities = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run_id", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "item"], name="one_item_prediction_per_item")
+        ]
+
+    def __str__(self) -> str:
+        return f"item prediction of run {self.run_id} for item {self.item_id}"
+
+
 class TracePrediction(models.Model):
     """f(x_i, k) of a continuous question: the trace the model predicts annotator k records
     for item i, at the question's analysis rate."""
