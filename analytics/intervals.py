@@ -193,34 +193,6 @@ def _due(
     return age >= dt.timedelta(seconds=seconds) or n_answers >= 2 * last["n_answers"]
 
 
-#: What :func:`intervals_ahead` returns when it computed nothing (``None`` is a result).
-NOT_COMPUTED = object()
-
-
-def intervals_ahead(*, kind: QuestionKind, question: Question, seconds: float, force: bool) -> Any:
-    """The kind's intervals of the question if a publish now will want them by their age
-    (``force``, ``seconds`` since the last computation, or none yet), else
-    :data:`NOT_COMPUTED`.
-
-    Called before the publish's transaction: the bootstrap takes seconds on a large question
-    (50 Dawid-Skene refits: 2.7 s for 96 annotators x 2,000 items), and on SQLite a
-    transaction holds the database's one write lock from ``BEGIN``, so every answer of every
-    web process waited for it. Reads only; the publish uses the result if the intervals are
-    still due when it holds its lock (:func:`publish_intervals`), and computes the early,
-    cheap sets due by the doubling of the answers itself."""
-    from analytics.models import QualitySnapshot
-
-    if seconds <= 0:
-        return NOT_COMPUTED
-    if not force:
-        previous = (
-            QualitySnapshot.objects.filter(question=question).order_by("-created_at", "-id").first()
-        )
-        if not _due(previous, seconds, timezone.now(), n_answers=0):
-            return NOT_COMPUTED
-    return kind.intervals(question)
-
-
 def publish_intervals(
     derived: Derived,
     *,
@@ -229,18 +201,18 @@ def publish_intervals(
     previous: QualitySnapshot | None,
     seconds: float,
     force: bool,
-    computed: Any = NOT_COMPUTED,
 ) -> None:
     """Put the question's intervals into ``derived``: computed now when due (``force``,
     ``seconds`` since the last computation, or twice the answers it rests on; never with
     ``seconds <= 0``), else carried from ``previous`` onto the current annotator axis.
     Intervals already in ``derived`` (computed live by the kind's ``publish_extras``: the
-    Wilson interval of attention-check accuracy) are kept. ``computed``: the kind's intervals
-    computed just before (:func:`intervals_ahead`; ``None`` included), used if they are due."""
+    Wilson interval of attention-check accuracy) are kept. Called before the publish's
+    transaction (the bootstrap takes seconds on a large question: 50 Dawid-Skene refits, 2.7 s
+    for 96 annotators x 2,000 items)."""
     now = timezone.now()
     n_answers = int(derived.study.get("n_ratings", 0))
     if seconds > 0 and (force or _due(previous, seconds, now, n_answers)):
-        found = kind.intervals(question) if computed is NOT_COMPUTED else computed
+        found = kind.intervals(question)
         if found is None:
             return
         derived.intervals = {**derived.intervals, **interval_entries(found, derived.annotators)}

@@ -7,14 +7,16 @@ has committed; in worker mode that happens on the worker. The steps, the same fo
    from the whole study), then the kind's ``publish_extras`` (categorical: the touched items'
    disagreement and Dawid-Skene competence);
 2. write the snapshot: a new row at most every ``QUALITY_SNAPSHOT_INTERVAL`` seconds (trend
-   history), else the newest row is updated in place, so it is always current. The newest
-   row is locked first and the state read after it, so publishes of one question follow each
-   other, each from the newest state; a snapshot records the state version it comes from
-   (``state_version``: the state's ``updated_at``) and is never replaced by one derived from
-   an older state. An older publish finishing last had put the dashboard back for good
-   (667 ratings, then 652, for twelve minutes); :func:`snapshots_republish` (a sweep hook)
-   publishes again every question whose snapshot is behind its state (a publish that failed
-   after its state was stored);
+   history), else the newest row is updated in place, so it is always current. Steps 1 and 3
+   run before the write's transaction (on SQLite it holds the one write lock that every
+   answer waits for), from the state as read then; the write locks the newest row, so
+   publishes of one question write one after the other; a snapshot records the state
+   version it comes from (``state_version``: the state's ``updated_at``) and is never
+   replaced by one derived from an older state. An older publish finishing last had put the
+   dashboard back for good (667 ratings, then 652, for twelve minutes);
+   :func:`snapshots_republish` (a sweep hook) publishes again every question whose snapshot
+   is behind its state (a publish that failed after its state was stored, or one computed
+   from a state that a newer one overtook);
 3. evaluate the flag rules of the kind's indicators (:func:`analytics.services.flags_evaluate`),
    with the question's own overrides (``settings["quality"]``);
 4. send ``dashboard.update`` to the study's group; the dashboards re-render from the database.
@@ -26,13 +28,13 @@ import datetime as dt
 from collections.abc import Sequence
 
 from django.db import transaction
-from django.db.models import F, OuterRef, Q, Subquery
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from analytics.config import quality_config
 from analytics.events import dashboard_notify
 from analytics.indicators import with_overrides
-from analytics.intervals import intervals_ahead, publish_intervals
+from analytics.intervals import publish_intervals
 from analytics.models import QualitySnapshot, QualityState
 from analytics.services import flags_evaluate
 from apps.studies.kinds import question_kinds
@@ -59,75 +61,73 @@ def quality_publish(
         return None
     config = quality_config()
     window = dt.timedelta(seconds=config.snapshot_interval)
-    # before the transaction: on SQLite it holds the one write lock from BEGIN
-    computed = intervals_ahead(
-        kind=spec, question=question, seconds=config.interval_seconds, force=rebuild
+    # Everything is computed before the transaction, from the state as read now: on SQLite a
+    # transaction holds the database's one write lock from BEGIN, and a Dawid-Skene refit or a
+    # bootstrap inside it held every annotator's submit for seconds (issue 22).
+    previous = _latest(question_id).first()
+    state = _state(question_id)
+    if state is None:
+        return None
+    if previous is not None and _newer(previous.state_version, than=state.updated_at):
+        return previous  # derived from a newer state already: never go back
+    # the MDS map is refitted once per snapshot window (or when annotators join)
+    in_window = previous is not None and timezone.now() - previous.created_at < window
+    old_map = previous.matrices.get("mds") if in_window and previous is not None else None
+    reuse_map = old_map is not None and len(old_map) == len(state.annotator_ids)
+    derived = spec.derive(state, question, with_map=not reuse_map)
+    if reuse_map:
+        derived.matrices["mds"] = old_map
+    spec.publish_extras(
+        derived,
+        question=question,
+        state=state,
+        previous=previous,
+        item_ids=list(item_ids) if item_ids else None,
+        rebuild=rebuild,
+        refresh=refresh_competence,
     )
+    publish_intervals(
+        derived,
+        kind=spec,
+        question=question,
+        previous=previous,
+        seconds=config.interval_seconds,
+        force=rebuild,
+    )
+    flags = flags_evaluate(
+        question=question,
+        derived=derived,
+        indicators=with_overrides(spec.indicators_for(question), question.settings),
+        config=config.for_question(question.settings),
+        study_figures=spec.study_figures,
+    )
+    fields = {
+        "indicators": derived.indicators_json(),
+        "matrices": derived.matrices,
+        "flags": flags,
+        "n_annotations": derived.study.get("n_ratings", 0),
+        "state_version": state.updated_at,
+    }
     with transaction.atomic():
-        previous = (
-            QualitySnapshot.objects.select_for_update()
-            .filter(question=question)
-            .order_by("-created_at", "-id")
-            .first()
-        )
-        state = _state(question_id)  # after the lock: the newest a publish can see
-        if state is None:
-            return None
-        if previous is not None and _newer(previous.state_version, than=state.updated_at):
-            return previous  # derived from a newer state already: never go back
+        # the newest row locked: publishes of one question write one after the other
+        latest = _latest(question_id).select_for_update().first()
+        if latest is not None and _newer(latest.state_version, than=state.updated_at):
+            return latest  # another publish wrote a newer state meanwhile: never go back
         # within the snapshot window the latest snapshot is updated, not followed by another
-        current = (
-            previous
-            if previous is not None and timezone.now() - previous.created_at < window
-            else None
-        )
-        # the MDS map is refitted once per snapshot window (or when annotators join)
-        old_map = current.matrices.get("mds") if current is not None else None
-        reuse_map = old_map is not None and len(old_map) == len(state.annotator_ids)
-        derived = spec.derive(state, question, with_map=not reuse_map)
-        if reuse_map:
-            derived.matrices["mds"] = old_map
-        spec.publish_extras(
-            derived,
-            question=question,
-            state=state,
-            previous=previous,
-            item_ids=list(item_ids) if item_ids else None,
-            rebuild=rebuild,
-            refresh=refresh_competence,
-        )
-        publish_intervals(
-            derived,
-            kind=spec,
-            question=question,
-            previous=previous,
-            seconds=config.interval_seconds,
-            force=rebuild,
-            computed=computed,
-        )
-        flags = flags_evaluate(
-            question=question,
-            derived=derived,
-            indicators=with_overrides(spec.indicators_for(question), question.settings),
-            config=config.for_question(question.settings),
-            study_figures=spec.study_figures,
-        )
-        fields = {
-            "indicators": derived.indicators_json(),
-            "matrices": derived.matrices,
-            "flags": flags,
-            "n_annotations": derived.study.get("n_ratings", 0),
-            "state_version": state.updated_at,
-        }
-        if current is not None:
+        if latest is not None and timezone.now() - latest.created_at < window:
             for name, value in fields.items():
-                setattr(current, name, value)
-            current.save(update_fields=[*fields, "updated_at"])
-            snapshot = current
+                setattr(latest, name, value)
+            latest.save(update_fields=[*fields, "updated_at"])
+            snapshot = latest
         else:
             snapshot = QualitySnapshot.objects.create(question=question, **fields)
     dashboard_notify(study_id=question.study_id, question_id=question_id)
     return snapshot
+
+
+def _latest(question_id: int) -> QuerySet[QualitySnapshot]:
+    """The question's snapshots, newest first."""
+    return QualitySnapshot.objects.filter(question_id=question_id).order_by("-created_at", "-id")
 
 
 def _state(question_id: int) -> QualityState | None:

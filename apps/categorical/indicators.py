@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from django.db import transaction
 from django.utils import timezone
 from numpy.typing import NDArray
 from scipy.spatial.distance import jensenshannon
@@ -606,22 +607,20 @@ def _update_disagreement(
     question: Question, scale: LabelScale, ratings: _Ratings, item_ids: Sequence[int] | None
 ) -> None:
     """Recompute AAD-RMSE of the touched items, or on rebuild (``item_ids`` None) replace the
-    rows with the :data:`KEPT_DISAGREEMENTS` most disputed items."""
+    rows with the :data:`KEPT_DISAGREEMENTS` most disputed items. Computed first, then written
+    in one short transaction (the publish runs outside one: issue 22)."""
     items, matrix = ratings.get(item_ids)
-    if item_ids is not None:  # touched items left without a first-round answer
-        gone = set(item_ids) - set(items.tolist())
-        ItemDisagreement.objects.filter(question=question, item_id__in=gone).delete()
-    if items.size == 0:
-        return
-    coordinates = {float(c): tuple(point) for c, point in enumerate(scale.points)}
-    rmse = aad_rmse_per_item(matrix, coordinates=coordinates)
-    counts = (~np.isnan(matrix)).sum(axis=0)
-    keep = np.arange(items.size)
-    if item_ids is None:
-        ItemDisagreement.objects.filter(question=question).delete()
-        keep = np.argsort(-np.nan_to_num(rmse, nan=-1.0), kind="stable")[:KEPT_DISAGREEMENTS]
-    ItemDisagreement.objects.bulk_create(
-        [
+    # touched items left without a first-round answer
+    gone = set(item_ids) - set(items.tolist()) if item_ids is not None else set()
+    rows = []
+    if items.size:
+        coordinates = {float(c): tuple(point) for c, point in enumerate(scale.points)}
+        rmse = aad_rmse_per_item(matrix, coordinates=coordinates)
+        counts = (~np.isnan(matrix)).sum(axis=0)
+        keep = np.arange(items.size)
+        if item_ids is None:
+            keep = np.argsort(-np.nan_to_num(rmse, nan=-1.0), kind="stable")[:KEPT_DISAGREEMENTS]
+        rows = [
             ItemDisagreement(
                 question=question,
                 item_id=int(items[i]),
@@ -629,11 +628,18 @@ def _update_disagreement(
                 n=int(counts[i]),
             )
             for i in keep
-        ],
-        update_conflicts=True,
-        unique_fields=["question", "item"],
-        update_fields=["aad_rmse", "n"],
-    )
+        ]
+    with transaction.atomic():
+        if item_ids is None:
+            ItemDisagreement.objects.filter(question=question).delete()
+        elif gone:
+            ItemDisagreement.objects.filter(question=question, item_id__in=gone).delete()
+        ItemDisagreement.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["question", "item"],
+            update_fields=["aad_rmse", "n"],
+        )
 
 
 def _competence(

@@ -1,0 +1,99 @@
+"""Issue 22: a quality publish computes its statistics before it takes the write lock.
+
+On SQLite a transaction holds the database's one write lock from ``BEGIN``; every answer of
+every web process waits for it. The publish computed the Dawid-Skene competence refit, the
+indicators (with the MDS map) and, when the answers had doubled, the bootstrap intervals
+inside its transaction: under a crowd's first minutes the answers double every few seconds,
+and each doubling held every annotator's submit for the length of a bootstrap (seconds on a
+large question; 7-10 s measured with 64 annotators x 2,000 items on a loaded machine).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.db import connection
+
+from analytics.models import QualitySnapshot
+from analytics.publishing import quality_publish
+from apps.annotations.models import Annotation, Assignment
+from apps.annotations.services import annotations_submit
+from apps.categorical import indicators as categorical_indicators
+from apps.categorical.kind import CategoricalKind
+from apps.categorical.quality import quality_process_pending
+from tests.factories import running_study
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def spied(monkeypatch, settings):
+    """Where each heavy computation ran: ``True`` when inside a transaction."""
+    settings.QUALITY_UPDATES = "inline"
+    settings.QUALITY_INTERVAL_SECONDS = 120
+    settings.QUALITY_MIN_EVIDENCE = 5
+    settings.QUALITY_MIN_OVERLAP = 5
+    seen: dict[str, list[bool]] = {"intervals": [], "competence": [], "derive": []}
+
+    def spy(name, original):
+        def wrapper(*args, **kwargs):
+            seen[name].append(connection.in_atomic_block)
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(CategoricalKind, "intervals", spy("intervals", CategoricalKind.intervals))
+    monkeypatch.setattr(CategoricalKind, "derive", spy("derive", CategoricalKind.derive))
+    monkeypatch.setattr(
+        categorical_indicators,
+        "derive_competence",
+        spy("competence", categorical_indicators.derive_competence),
+    )
+    return seen
+
+
+def _answer(study, annotators, *, items: int) -> None:
+    question = study.questions.get()
+    for user in annotators:
+        for assignment in Assignment.objects.filter(annotator=user, round=1).order_by("pk")[:items]:
+            if Annotation.objects.filter(item=assignment.item_id, annotator=user).exists():
+                continue
+            annotations_submit(
+                annotator=user,
+                assignment=assignment,
+                answers={question: ["negative", "neutral", "positive"][assignment.item_id % 3]},
+                idempotency_key=uuid.uuid4(),
+                time_spent_ms=1000,
+            )
+
+
+def test_the_statistics_are_computed_before_the_publish_transaction(spied):
+    study, annotators = running_study(n_items=24, n_annotators=4)
+    question = study.questions.get()
+    _answer(study, annotators, items=3)  # the first set: intervals, competence, indicators
+    _answer(study, annotators, items=12)  # the answers more than doubled: due again
+    quality_process_pending(question_id=question.pk)
+    snapshot = quality_publish(question_id=question.pk, refresh_competence=True)
+    assert snapshot is not None
+    assert snapshot.n_annotations == 48
+    assert snapshot.indicators["study"]["intervals"]["n_answers"] == 32  # 48 < 2 x 32
+    assert all(spied.values())  # each computed at least once
+    inside = {name: sum(calls) for name, calls in spied.items()}
+    assert inside == {"intervals": 0, "competence": 0, "derive": 0}
+
+
+def test_a_publish_never_goes_back_to_an_older_state(spied):
+    """What the lock still guards: a publish computed from an older state than the latest
+    snapshot's (another worker was faster) leaves that snapshot as it is."""
+    study, annotators = running_study(n_items=12, n_annotators=3)
+    question = study.questions.get()
+    _answer(study, annotators, items=6)
+    quality_process_pending(question_id=question.pk)
+    newest = quality_publish(question_id=question.pk)
+    QualitySnapshot.objects.filter(pk=newest.pk).update(
+        state_version=newest.state_version.replace(year=newest.state_version.year + 1)
+    )
+    again = quality_publish(question_id=question.pk)
+    assert again.pk == newest.pk
+    assert QualitySnapshot.objects.filter(question=question).count() == 1
