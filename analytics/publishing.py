@@ -5,10 +5,11 @@ has committed; in worker mode that happens on the worker. The steps, the same fo
 
 1. derive the indicators from the stored sufficient statistics (the kind's ``derive``, never
    from the whole study), then the kind's ``publish_extras`` (categorical: the touched items'
-   disagreement and Dawid-Skene competence);
+   disagreement and Dawid-Skene competence) and the intervals when due
+   (:func:`analytics.intervals.publish_intervals`);
 2. write the snapshot: a new row at most every ``QUALITY_SNAPSHOT_INTERVAL`` seconds (trend
-   history), else the newest row is updated in place, so it is always current. Steps 1 and 3
-   run before the write's transaction (on SQLite it holds the one write lock that every
+   history), else the newest row is updated in place, so it is always current. Step 1 runs
+   before the write's transaction (on SQLite it holds the one write lock that every
    answer waits for), from the state as read then; the write locks the newest row, so
    publishes of one question write one after the other; a snapshot records the state
    version it comes from (``state_version``: the state's ``updated_at``) and is never
@@ -17,8 +18,9 @@ has committed; in worker mode that happens on the worker. The steps, the same fo
    :func:`snapshots_republish` (a sweep hook) publishes again every question whose snapshot
    is behind its state (a publish that failed after its state was stored, or one computed
    from a state that a newer one overtook);
-3. evaluate the flag rules of the kind's indicators (:func:`analytics.services.flags_evaluate`),
-   with the question's own overrides (``settings["quality"]``);
+3. in the same transaction, evaluate the flag rules of the kind's indicators
+   (:func:`analytics.services.flags_evaluate`), with the question's own overrides
+   (``settings["quality"]``);
 4. send ``dashboard.update`` to the study's group; the dashboards re-render from the database.
 """
 
@@ -94,17 +96,10 @@ def quality_publish(
         seconds=config.interval_seconds,
         force=rebuild,
     )
-    flags = flags_evaluate(
-        question=question,
-        derived=derived,
-        indicators=with_overrides(spec.indicators_for(question), question.settings),
-        config=config.for_question(question.settings),
-        study_figures=spec.study_figures,
-    )
+    indicators = with_overrides(spec.indicators_for(question), question.settings)
     fields = {
         "indicators": derived.indicators_json(),
         "matrices": derived.matrices,
-        "flags": flags,
         "n_annotations": derived.study.get("n_ratings", 0),
         "state_version": state.updated_at,
     }
@@ -113,6 +108,13 @@ def quality_publish(
         latest = _latest(question_id).select_for_update().first()
         if latest is not None and _newer(latest.state_version, than=state.updated_at):
             return latest  # another publish wrote a newer state meanwhile: never go back
+        fields["flags"] = flags_evaluate(  # the rules are cheap; the flags are rows
+            question=question,
+            derived=derived,
+            indicators=indicators,
+            config=config.for_question(question.settings),
+            study_figures=spec.study_figures,
+        )
         # within the snapshot window the latest snapshot is updated, not followed by another
         if latest is not None and timezone.now() - latest.created_at < window:
             for name, value in fields.items():
