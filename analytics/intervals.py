@@ -48,10 +48,11 @@ class IntervalSet:
     ``samples``: for per-annotator intervals with ``n_effective`` (serially correlated
     samples), the samples behind each annotator's figure, when ``n`` counts another unit.
     ``notes``: per indicator key, per annotator id, what was compared in words (put before
-    a flag's reason); ``pairs``: findings about two annotators at once (copied answers), each
-    ``{"annotators": [id, id], "indicator", "reason", "figures"}``. Both are stored and
-    carried with the intervals, so a flag never quotes figures fresher or staler than its
-    interval.
+    a flag's reason); ``pairs``: findings that flag annotators beyond the indicators' rules
+    (copied answers, one finding per annotator of the pair; taking nearly every model
+    suggestion), each ``{"annotators": [id, ...], "indicator", "reason", "figures"}``. Both
+    are stored and carried with the intervals, so a flag never quotes figures fresher or
+    staler than its interval.
     """
 
     annotators: Sequence[int]

@@ -236,7 +236,11 @@ class CategoricalKind(QuestionKind):
                 n_groups=len(state.annotator_ids),
             ),
         }
-        return dataclasses.replace(found, per_annotator=per_annotator)
+        # flags beyond the indicator rules: an annotator who takes nearly every suggestion
+        from apps.models_registry.selectors import anchoring_findings
+
+        pairs = [*found.pairs, *anchoring_findings(question=question)]
+        return dataclasses.replace(found, per_annotator=per_annotator, pairs=pairs)
 
     def dashboard_context(
         self, *, question: Question, snapshot: QualitySnapshot, names: list[str], plots: bool

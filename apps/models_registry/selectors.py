@@ -31,7 +31,13 @@ from apps.models_registry.models import (
     Suggestion,
     TracePrediction,
 )
-from apps.models_registry.suggestions import ACCEPTANCE_FLOOR, DEFAULT_HELD_OUT, HELD_OUT, RUN
+from apps.models_registry.suggestions import (
+    ACCEPTANCE_FLOOR,
+    DEFAULT_HELD_OUT,
+    HELD_OUT,
+    RUN,
+    SUGGESTION_ACCEPTANCE,
+)
 from apps.studies.models import Question, Study
 from apps.studies.selectors import study_annotators
 
@@ -438,6 +444,41 @@ def suggestion_answers(*, question: Question) -> dict[str, NDArray]:
         "seconds": np.array([np.nan if t is None else t / 1000.0 for t in ms], dtype=float),
         "label": np.array(answered, dtype=np.int64),
     }
+
+
+def anchoring_findings(*, question: Question) -> list[dict[str, Any]]:
+    """The question's flags on annotators who take nearly every suggestion, faster
+    (:func:`~analytics.metrics.anchoring.anchoring_flag`), as findings of its intervals
+    (:attr:`analytics.intervals.IntervalSet.pairs`): they join the question's reviewable
+    flags with the card's reason. Per annotator only (no bootstrap); one query."""
+    answers = suggestion_answers(question=question)
+    if answers["agree"].size == 0:
+        return []
+    per = anchoring_by_annotator(
+        answers["annotator"], answers["agree"], answers["shown"], seconds=answers["seconds"]
+    )
+    findings = []
+    for pk, effect in per.items():
+        reason = anchoring_flag(effect, acceptance_floor=ACCEPTANCE_FLOOR)
+        if reason is None:
+            continue
+        findings.append(
+            {
+                "annotators": [int(pk)],
+                "indicator": SUGGESTION_ACCEPTANCE,
+                "reason": reason,
+                "figures": {
+                    "value": round(effect.acceptance, 4),
+                    "low": round(effect.acceptance_low, 4),
+                    "high": round(effect.acceptance_high, 4),
+                    "evidence": effect.n_shown,
+                    "unit": "shown suggestions",
+                    "seconds_shown": round(effect.seconds_shown, 2),
+                    "seconds_held_out": round(effect.seconds_held_out, 2),
+                },
+            }
+        )
+    return findings
 
 
 def anchoring_report(*, question: Question, n_boot: int = 2000) -> AnchoringReport | None:

@@ -222,6 +222,8 @@ CARD = "Model suggestions"
 #: The acceptance rate above which (its whole interval) an annotator who also spends less time
 #: with the suggestion than without is flagged.
 ACCEPTANCE_FLOOR = 0.9
+#: The flag key of that annotator among the question's flags (beside the indicators' keys).
+SUGGESTION_ACCEPTANCE = "suggestion_acceptance"
 #: The figures of the card, each with its plain explanation (the card's legend, the guide).
 ANCHORING_FIGURES = (
     CardFigure(

@@ -16,7 +16,11 @@ from apps.annotations.forms import queue_questions
 from apps.annotations.selectors import assignments_to_answer
 from apps.annotations.services import annotations_submit
 from apps.models_registry.selectors import anchoring_report, suggestion_answers
-from apps.models_registry.suggestions import ANCHORING_FIGURES, queue_suggestions
+from apps.models_registry.suggestions import (
+    ANCHORING_FIGURES,
+    SUGGESTION_ACCEPTANCE,
+    queue_suggestions,
+)
 from tests.apps.models_registry.suggesting import suggesting_study
 
 pytestmark = pytest.mark.django_db
@@ -163,3 +167,28 @@ def test_agreement_among_annotators_on_held_out_answers_only(answered):
             expected = krippendorff.alpha(reliability_data=m, level_of_measurement="ordinal")
             assert value == pytest.approx(expected)
     assert among.shown_items > among.held_out_items
+
+
+def test_the_follower_gets_a_reviewable_flag_with_the_cards_reason(answered, settings):
+    """Issue 28: the acceptance flag was drawn in the card only; it is one of the question's
+    flags (confirm, dismiss, curated export, live push) with the same reason."""
+    from analytics.models import Flag
+    from analytics.pipeline import quality_rebuild
+    from analytics.publishing import quality_publish
+
+    settings.QUALITY_UPDATES = "inline"
+    settings.QUALITY_INTERVAL_SECONDS = 120  # the findings come with the intervals
+    study, a, _b, _ = answered
+    question = study.questions.get()
+    quality_rebuild(question_id=question.pk)
+    snapshot = quality_publish(question_id=question.pk, rebuild=True)
+    flags = Flag.objects.filter(question=question, indicator=SUGGESTION_ACCEPTANCE)
+    assert [flag.annotator_id for flag in flags] == [a.pk]
+    flag = flags.get()
+    card = {row.name: row for row in anchoring_report(question=question, n_boot=200).rows}
+    assert flag.reason == card[a.username].flag
+    assert flag.figures["evidence"] == card[a.username].effect.n_shown
+    assert flag.figures["unit"] == "shown suggestions"
+    assert flag.figures["value"] == 1.0
+    hits = [hit for hit in snapshot.flags if hit["indicator"] == SUGGESTION_ACCEPTANCE]
+    assert [hit["annotator"] for hit in hits] == [a.pk]
