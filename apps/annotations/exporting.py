@@ -43,7 +43,9 @@ from apps.studies.selectors import question_items
 __all__ = ["CONTENT_TYPES", "ROWS_PER_CHUNK"]  # re-exported: the export formats and text chunks
 
 #: The columns of an annotation export and their types (Parquet). ``value`` is the answer as
-#: JSON (its shape depends on the question kind); ``label`` the categorical label's key.
+#: JSON (its shape depends on the question kind); ``label`` the categorical label's key;
+#: ``suggested`` / ``suggestion_shown`` the model suggestion the answer's page showed or held
+#: out (empty for an answer given without one).
 EXPORT_SCHEMA = (
     Column("study", "int"),
     Column("question", "str"),
@@ -56,6 +58,8 @@ EXPORT_SCHEMA = (
     Column("time_spent_ms", "int"),
     Column("created_at", "timestamp"),
     Column("source", "str"),
+    Column("suggested", "str"),
+    Column("suggestion_shown", "bool"),
 )
 EXPORT_COLUMNS = tuple(column.name for column in EXPORT_SCHEMA)
 PACKAGE = "annotation-studio"
@@ -76,6 +80,10 @@ _REVISION_PATHS = {
     "time_spent_ms": "time_spent_ms",
     "created_at": "created_at",
     "source": "source",
+    # what the annotator's page did with a model's suggestion (docs/suggestions.md): the
+    # label key suggested or withheld, and whether it was shown; empty without one
+    "suggested": "suggestion__label__key",
+    "suggestion_shown": "suggestion__shown",
 }
 
 

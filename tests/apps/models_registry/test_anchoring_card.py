@@ -192,3 +192,39 @@ def test_the_follower_gets_a_reviewable_flag_with_the_cards_reason(answered, set
     assert flag.figures["value"] == 1.0
     hits = [hit for hit in snapshot.flags if hit["indicator"] == SUGGESTION_ACCEPTANCE]
     assert [hit["annotator"] for hit in hits] == [a.pk]
+
+
+def test_the_export_says_which_answers_were_given_with_a_suggestion(answered):
+    """Issue 28: the export had no trace of the suggestions, so the anchoring effect could not
+    be measured (or the shown answers left out) outside the studio."""
+    from apps.annotations.exporting import EXPORT_COLUMNS, annotation_export_rows
+
+    study, a, b, _ = answered
+    assert {"suggested", "suggestion_shown"} <= set(EXPORT_COLUMNS)
+    rows = list(annotation_export_rows(study=study))
+    data = suggestion_answers(question=study.questions.get())
+    assert len(rows) == 120
+    shown = {(row["annotator"], row["item"]): row["suggestion_shown"] for row in rows}
+    assert sum(shown.values()) == int(data["shown"].sum())
+    assert {row["suggested"] for row in rows} == {"negative"}
+    # the follower answered the suggestion exactly when it was shown
+    mine = [row for row in rows if row["annotator"] == a.username]
+    assert all((row["label"] == "negative") == row["suggestion_shown"] for row in mine)
+    assert b.username in {row["annotator"] for row in rows}
+
+
+def test_answers_without_a_suggestion_export_empty_suggestion_columns():
+    from apps.annotations.exporting import annotation_export_rows
+    from tests.factories import running_study
+
+    study, (user,) = running_study(n_items=2, n_annotators=1)
+    question = study.questions.get()
+    for assignment in assignments_to_answer().filter(annotator=user, study=study):
+        annotations_submit(
+            annotator=user,
+            assignment=assignment,
+            answers={question: "positive"},
+            idempotency_key=uuid.uuid4(),
+        )
+    rows = list(annotation_export_rows(study=study))
+    assert [(row["suggested"], row["suggestion_shown"]) for row in rows] == [(None, None)] * 2
