@@ -118,6 +118,17 @@ ENDPOINT_TIMEOUT_RANGE = (0.1, 120.0)
 ENDPOINT_MAX_RETRIES = 5
 ENDPOINT_MAX_CALLS = 1_000_000
 _ENDPOINT_FIELDS = ("requested_at", "started_at")
+#: The fields of :func:`model_endpoint_save` a manager sets (``api_key`` aside: write-only).
+ENDPOINT_CONFIG_FIELDS = (
+    "kind",
+    "url",
+    "model",
+    "version",
+    "api_key_env",
+    "timeout",
+    "retries",
+    "max_calls",
+)
 logger = logging.getLogger(__name__)
 
 
