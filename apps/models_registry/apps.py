@@ -7,8 +7,9 @@ class ModelsRegistryConfig(AppConfig):
     verbose_name = "Model registry"
 
     def ready(self) -> None:
-        """Evaluate runs and call model endpoints off the request (the quality pipeline's job modes and sweep), and
-        re-evaluate a question's runs when its answers change (throttled there)."""
+        """Evaluate runs and call model endpoints off the request (the quality pipeline's job
+        modes and sweep), and re-evaluate a question's runs when its answers change (throttled
+        there)."""
         from analytics.pipeline import AFTER_UPDATE_HOOKS, JOBS, SWEEP_HOOKS
         from apps.models_registry.services import (
             ENDPOINT_JOB,

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -79,7 +78,9 @@ class EndpointAnswer:
         a 4xx or a malformed answer will not."""
         if self.outcome in ("timeout", "unreachable"):
             return True
-        return self.outcome == "http" and (self.http_status == 429 or (self.http_status or 0) >= 500)
+        return self.outcome == "http" and (
+            self.http_status == 429 or (self.http_status or 0) >= 500
+        )
 
 
 def resolve_api_key(*, api_key: str, api_key_env: str) -> str:
@@ -137,10 +138,10 @@ def endpoint_request(
             raw = response.read(MAX_ANSWER_BYTES + 1)
     except urllib.error.HTTPError as exc:
         return answer("http", http_status=exc.code, detail=f"HTTP {exc.code} {exc.reason}"[:300])
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         return answer("timeout", detail=f"no answer within {config.timeout:g} s")
     except urllib.error.URLError as exc:
-        if isinstance(exc.reason, TimeoutError | socket.timeout):
+        if isinstance(exc.reason, TimeoutError):
             return answer("timeout", detail=f"no answer within {config.timeout:g} s")
         return answer("unreachable", detail=str(exc.reason)[:300])
     except (OSError, ValueError) as exc:  # connection reset, a bad status line...

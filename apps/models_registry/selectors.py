@@ -25,7 +25,6 @@ from apps.continuous.models import VALUE_DTYPE, TraceRecording, unpack
 from apps.continuous.selectors import current_traces
 from apps.models_registry.evaluation import Cell
 from apps.models_registry.importing import Axes
-from apps.items.models import Item
 from apps.models_registry.models import (
     EndpointCall,
     ItemPrediction,

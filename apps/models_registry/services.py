@@ -48,6 +48,7 @@ from analytics.config import quality_config
 from analytics.pipeline import job_schedule
 from apps.continuous.config import trace_settings
 from apps.continuous.models import VALUE_DTYPE, pack
+from apps.items.models import Item
 from apps.models_registry.endpoints import (
     EndpointAnswer,
     EndpointConfig,
@@ -94,7 +95,6 @@ from apps.models_registry.selectors import (
     trace_lengths,
     upload_axes,
 )
-from apps.items.models import Item
 from apps.studies.models import Question, Study
 from core.types import Account
 
@@ -497,10 +497,9 @@ def model_endpoint_save(
     """
     if question.kind != Question.Kind.CATEGORICAL:
         raise ValidationError({"question": "Model endpoints label categorical questions only."})
-    endpoint = (
-        ModelEndpoint.objects.select_for_update().filter(question=question).first()
-        or ModelEndpoint(study_id=question.study_id, question=question, created_by=created_by)
-    )
+    endpoint = ModelEndpoint.objects.select_for_update().filter(
+        question=question
+    ).first() or ModelEndpoint(study_id=question.study_id, question=question, created_by=created_by)
     endpoint.kind, endpoint.url = kind, url.strip()
     endpoint.model, endpoint.version = model.strip(), (version or "1").strip()
     endpoint.api_key_env = api_key_env.strip()

@@ -192,7 +192,9 @@ def queue_suggestions(
     runs = {entry.question.settings[RUN]: pk for pk, entry in entries.items()}
     rows: dict[int, list[tuple[int | None, int]]] = {}
     mine = {"run_id__in": list(runs), "run__question_id__in": list(entries), "item_id": item_id}
-    predictions = Prediction.objects.filter(**mine).values_list("run_id", "annotator_id", "label_id")
+    predictions = Prediction.objects.filter(**mine).values_list(
+        "run_id", "annotator_id", "label_id"
+    )
     general = ItemPrediction.objects.filter(**mine).values_list(
         "run_id", Value(None, output_field=IntegerField()), "label_id"
     )

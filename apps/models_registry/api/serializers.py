@@ -277,8 +277,10 @@ class EndpointWriteSerializer(serializers.Serializer):
     )
     timeout = serializers.FloatField(required=False, default=10.0, help_text="Seconds per call.")
     retries = serializers.IntegerField(
-        required=False, default=2, help_text="Retries of a call that timed out, could not "
-        "connect or got a 429/5xx, with a doubling back-off."
+        required=False,
+        default=2,
+        help_text="Retries of a call that timed out, could not "
+        "connect or got a 429/5xx, with a doubling back-off.",
     )
     max_calls = serializers.IntegerField(
         required=False,
