@@ -582,6 +582,7 @@ def _endpoint_call(
     endpoint: ModelEndpoint,
     config: EndpointConfig,
     *,
+    run_id: int,
     item: Item,
     labels: list[EndpointLabel],
 ) -> EndpointAnswer | None:
@@ -596,7 +597,7 @@ def _endpoint_call(
         answer = endpoint_request(config, item=payload, labels=labels)
         EndpointCall.objects.create(
             endpoint=endpoint,
-            run_id=endpoint.run_id,
+            run_id=run_id,
             item=item,
             attempt=attempt,
             outcome=answer.outcome,
@@ -612,9 +613,12 @@ def _endpoint_call(
     return answer
 
 
-def _endpoint_pass(endpoint: ModelEndpoint, *, deadline: float | None) -> tuple[int, bool]:
+def _endpoint_pass(
+    endpoint: ModelEndpoint, *, run_id: int, deadline: float | None
+) -> tuple[int, bool]:
     """Call the endpoint for its waiting items in order until done, the budget is spent or
-    ``deadline`` (``time.monotonic``) passes; returns (labels stored, work left)."""
+    ``deadline`` (``time.monotonic``) passes, storing the labels in run ``run_id``; returns
+    (labels stored, work left)."""
     question = endpoint.question
     labels = list(question.labels.all())
     label_ids = {label.key: label.pk for label in labels}
@@ -637,7 +641,7 @@ def _endpoint_pass(endpoint: ModelEndpoint, *, deadline: float | None) -> tuple[
             item = chunk.get(item_id)
             if item is None:  # deleted meanwhile
                 continue
-            answer = _endpoint_call(endpoint, config, item=item, labels=specs)
+            answer = _endpoint_call(endpoint, config, run_id=run_id, item=item, labels=specs)
             if answer is None:
                 return stored, False  # the budget is spent: the status says so
             if answer.outcome == EndpointCall.Outcome.OK:
@@ -645,7 +649,7 @@ def _endpoint_pass(endpoint: ModelEndpoint, *, deadline: float | None) -> tuple[
                     ItemPrediction.objects.bulk_create(
                         [
                             ItemPrediction(
-                                run_id=endpoint.run_id,
+                                run_id=run_id,
                                 item=item,
                                 label_id=label_ids[answer.label],
                                 probabilities=answer.probabilities,
@@ -677,16 +681,16 @@ def model_endpoint_predict_pending(*, endpoint_id: int) -> int:
     if quality_config().updates != "inline":  # the thread, a worker: share the process
         slice_ = getattr(settings, "MODEL_ENDPOINT_SLICE", DEFAULT_ENDPOINT_SLICE)
         deadline = time.monotonic() + slice_
-    stored, left = 0, False
+    stored, left, run_id = 0, False, endpoint.run_id
     try:
-        if endpoint.run_id is not None:
-            stored, left = _endpoint_pass(endpoint, deadline=deadline)
+        if run_id is not None:  # None: its run was deleted; saving the endpoint makes one
+            stored, left = _endpoint_pass(endpoint, run_id=run_id, deadline=deadline)
     finally:
         _release(endpoint, claimed_at, again=left, model=ModelEndpoint, fields=_ENDPOINT_FIELDS)
     if left:
         model_endpoint_schedule(endpoint_id=endpoint_id)
-    if stored:
-        model_runs_request(question_id=endpoint.question_id, run_ids=[endpoint.run_id])
+    if stored and run_id is not None:
+        model_runs_request(question_id=endpoint.question_id, run_ids=[run_id])
     return stored
 
 
