@@ -157,7 +157,8 @@ def endpoint_predict(request: HttpRequest, study_id: int, question_key: str) -> 
     question = get_object_or_404(model_run_questions(study=study), key=question_key)
     endpoint = question_endpoint(question=question)
     if endpoint is None:
-        raise Http404("This question has no model endpoint.")
+        messages.error(request, "This question has no model endpoint yet: configure one below.")
+        return redirect("models_registry:leaderboard", study.pk, question.key)
     try:
         model_endpoint_request(endpoint=endpoint)
     except ValidationError as exc:
