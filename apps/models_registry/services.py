@@ -632,16 +632,17 @@ def _endpoint_pass(
     )
     specs = [EndpointLabel(label.key, label.name) for label in labels]
     queue = endpoint_queue(endpoint=endpoint)
-    stored = 0
+    stored = asked = 0
     for start in range(0, len(queue), 100):
         chunk = Item.objects.in_bulk(queue[start : start + 100])
         for item_id in queue[start : start + 100]:
-            if deadline is not None and time.monotonic() > deadline:
-                return stored, True
+            if deadline is not None and asked and time.monotonic() > deadline:
+                return stored, True  # after one item at least: every pass makes progress
             item = chunk.get(item_id)
             if item is None:  # deleted meanwhile
                 continue
             answer = _endpoint_call(endpoint, config, run_id=run_id, item=item, labels=specs)
+            asked += 1
             if answer is None:
                 return stored, False  # the budget is spent: the status says so
             if answer.outcome == EndpointCall.Outcome.OK:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import re
 import time
+from datetime import timedelta
 
 import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
+from django.utils import timezone
 from knox.models import AuthToken
 
 from analytics.pipeline import JOBS
@@ -444,6 +446,32 @@ def test_the_sweep_dispatches_endpoints_left_waiting(served):
     run_job(endpoint)
     assert model_endpoints_sweep() == []
     assert ENDPOINT_JOB in JOBS
+
+
+def test_an_endpoint_being_called_elsewhere_is_not_called_twice(served, settings):
+    settings.MODEL_REGISTRY_EVALUATION_TIMEOUT = 60
+    _, question, _, server = served
+    endpoint = configure(question, server)
+    ModelEndpoint.objects.filter(pk=endpoint.pk).update(started_at=timezone.now())
+    assert run_job(endpoint) == 0  # claimed by another process
+    assert server.requests == []
+    # a claim older than the time-out counts as abandoned and is taken over
+    old = timezone.now() - timedelta(seconds=61)
+    ModelEndpoint.objects.filter(pk=endpoint.pk).update(started_at=old)
+    assert run_job(endpoint) == 30
+
+
+def test_on_the_background_thread_a_pass_gives_the_thread_back_and_asks_again(served, settings):
+    _, question, _, server = served
+    endpoint = configure(question, server)
+    settings.QUALITY_UPDATES = "thread"
+    settings.MODEL_ENDPOINT_SLICE = 0  # one item per pass
+    assert run_job(endpoint) == 1
+    endpoint.refresh_from_db()
+    assert endpoint.requested_at is not None  # the rest: asked for again
+    assert endpoint.started_at is None
+    assert run_job(endpoint) == 1
+    assert len(server.requests) == 2
 
 
 # ---------- access, secrecy, validation ----------
