@@ -579,25 +579,25 @@ class EndpointStatus:
 
 
 def endpoint_status(*, endpoint: ModelEndpoint) -> EndpointStatus:
-    """The status of ``endpoint``'s current run (a few aggregate queries; the failed items'
-    latest calls are read once)."""
+    """The status of ``endpoint``'s current run: counts and the failed items grouped by how
+    their latest call ended, aggregated in SQL (a handful of queries however many calls)."""
     items = question_items(endpoint.question)
     n_items = items.count()
     predicted_ids = ItemPrediction.objects.filter(run_id=endpoint.run_id).values("item_id")
     predicted = items.filter(pk__in=predicted_ids).count()
-    latest: dict[int, EndpointCall] = {}
-    failing = EndpointCall.objects.filter(run_id=endpoint.run_id, item__in=items).exclude(
-        item_id__in=predicted_ids
+    calls = EndpointCall.objects.filter(run_id=endpoint.run_id)
+    latest = calls.filter(item_id=OuterRef("item_id")).order_by("-id").values("id")[:1]
+    groups = (
+        calls.filter(item__in=items.order_by(), id=Subquery(latest))
+        .exclude(item_id__in=predicted_ids)
+        .order_by()
+        .values("outcome", "http_status")
+        .annotate(n_items=Count("id"), example=Max("detail"))
     )
-    for call in failing.order_by("item_id", "id"):
-        latest[call.item_id] = call
-    groups: dict[tuple[str, int | None], list[EndpointCall]] = {}
-    for call in latest.values():
-        groups.setdefault((call.outcome, call.http_status), []).append(call)
     failures = sorted(
         (
-            EndpointFailure(outcome, status, len(calls), calls[-1].detail)
-            for (outcome, status), calls in groups.items()
+            EndpointFailure(g["outcome"], g["http_status"], g["n_items"], g["example"])
+            for g in groups
         ),
         key=lambda f: (-f.n_items, f.outcome),
     )

@@ -497,9 +497,10 @@ def model_endpoint_save(
     """
     if question.kind != Question.Kind.CATEGORICAL:
         raise ValidationError({"question": "Model endpoints label categorical questions only."})
-    endpoint = ModelEndpoint.objects.select_for_update().filter(
-        question=question
-    ).first() or ModelEndpoint(study_id=question.study_id, question=question, created_by=created_by)
+    Question.objects.select_for_update().filter(pk=question.pk).first()  # one save at a time
+    endpoint = ModelEndpoint.objects.filter(question=question).first() or ModelEndpoint(
+        study_id=question.study_id, question=question, created_by=created_by
+    )
     endpoint.kind, endpoint.url = kind, url.strip()
     endpoint.model, endpoint.version = model.strip(), (version or "1").strip()
     endpoint.api_key_env = api_key_env.strip()

@@ -78,8 +78,8 @@ class SuggestionSettingsForm(forms.Form):
         label="Suggest from model run",
         required=False,
         min_value=1,
-        help_text="Id of a model run registered for this question (its page in the model "
-        "registry names it); empty: no suggestion.",
+        help_text="Id of a model run registered for this question, or of the run its model "
+        "endpoint fills (the model registry page names both); empty: no suggestion.",
     )
     suggestion_held_out = forms.FloatField(
         label="Held-out share",
