@@ -93,6 +93,11 @@ class ModelEndpointForm(ServiceFormMixin, forms.Form):
         label="Call budget", initial=1000, help_text="HTTP requests in all, retries included."
     )
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # its own ids: the page's upload form has a "version" field too
+        kwargs.setdefault("auto_id", "id_endpoint_%s")
+        super().__init__(*args, **kwargs)
+
     @classmethod
     def of(cls, endpoint: ModelEndpoint | None, data: Any = None) -> ModelEndpointForm:
         """The form bound to ``data``, or showing ``endpoint``'s configuration (no key)."""
