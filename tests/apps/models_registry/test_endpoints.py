@@ -14,8 +14,10 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils import timezone
 from knox.models import AuthToken
+from rest_framework.test import APIClient
 
-from analytics.pipeline import JOBS
+from analytics import background
+from analytics.pipeline import JOBS, quality_sweep
 from apps.annotations.importing import FinishedAnnotation, annotations_import_finished
 from apps.items.models import Item
 from apps.models_registry.models import (
@@ -644,3 +646,47 @@ def test_the_predict_action_answers_202_then_400_when_the_budget_is_spent(api_cl
     assert body["status"]["predicted"] == 30
     assert body["budget_left"] == 10
     assert body["predicting"] is True
+
+
+# ---------- where the calls run ----------
+
+
+def test_worker_mode_leaves_the_calls_to_the_workers_sweep(
+    served, settings, django_capture_on_commit_callbacks
+):
+    _, question, _, server = served
+    settings.QUALITY_UPDATES = "worker"
+    with django_capture_on_commit_callbacks(execute=True):
+        endpoint = configure(question, server)
+    assert server.requests == []  # the saving request called nothing
+    settings.QUALITY_UPDATES = "inline"  # what `manage.py quality_worker` sets for itself
+    with django_capture_on_commit_callbacks(execute=True):
+        quality_sweep()
+    assert ItemPrediction.objects.filter(run_id=endpoint.run_id).count() == 30
+
+
+@pytest.mark.postgres  # SQLite's in-memory test database locks tables across threads at once
+@pytest.mark.django_db(transaction=True)
+def test_thread_mode_calls_on_the_background_thread_and_the_request_does_not_wait(settings):
+    """Served mode: the API's request returns before the first call is answered; the calls
+    run on the background thread, in slices."""
+    settings.QUALITY_UPDATES = "thread"
+    settings.MODEL_ENDPOINT_SLICE = 0.5
+    study, question, _ = text_study(n_items=3, n_answered=3)
+    with model_server(train_on_answers(question)) as server:
+        server.behaviour.sleep = 1.5
+        api = APIClient()
+        api.force_authenticate(study.created_by)
+        started = time.monotonic()
+        made = api.post(_api(study), {**GOOD, "url": server.url + "/json"}, format="json")
+        took = time.monotonic() - started
+        assert made.status_code == 201, made.content
+        assert made.json()["predicting"] is True
+        assert made.json()["status"]["predicted"] == 0
+        assert took < 1.5  # no call answered inside the request
+        assert background.idle(timeout=60)
+        endpoint = ModelEndpoint.objects.get()
+        assert ItemPrediction.objects.filter(run_id=endpoint.run_id).count() == 3
+        assert len(server.requests) == 3
+        endpoint.refresh_from_db()
+        assert not endpoint.predicting
