@@ -11,7 +11,7 @@ from apps.adjudication.api.views import AggregatedLabelsViewSet
 from apps.annotations.api.views import AnnotationViewSet, StudyAnnotationViewSet
 from apps.continuous.api.views import TraceViewSet
 from apps.items.api.views import ItemViewSet
-from apps.models_registry.api.views import ModelRunViewSet
+from apps.models_registry.api.views import ModelEndpointViewSet, ModelRunViewSet
 from apps.preferences.api.views import JudgementViewSet, StudyPairViewSet
 from apps.recruitment.api.views import GoldAnswerViewSet, GoldSignalViewSet
 from apps.studies.api.views import MembershipViewSet, QuestionViewSet, StudyViewSet
@@ -31,6 +31,9 @@ router.register(f"{IN_STUDY}/pairs", StudyPairViewSet, basename="study-pair")
 router.register("judgements", JudgementViewSet, basename="judgement")
 router.register(f"{IN_STUDY}/traces", TraceViewSet, basename="study-trace")
 router.register(f"{IN_STUDY}/model-runs", ModelRunViewSet, basename="study-model-run")
+router.register(
+    f"{IN_STUDY}/model-endpoints", ModelEndpointViewSet, basename="study-model-endpoint"
+)
 router.register(f"{IN_STUDY}/gold-answers", GoldAnswerViewSet, basename="study-gold-answer")
 router.register(f"{IN_STUDY}/gold-signals", GoldSignalViewSet, basename="study-gold-signal")
 router.register(

@@ -393,6 +393,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "QuestionKindEnum": "apps.studies.models.Question.Kind",
         "ItemKindEnum": "apps.items.models.Item.Kind",
+        "EndpointKindEnum": "apps.models_registry.models.ModelEndpoint.Kind",
+        "EndpointCallOutcomeEnum": "apps.models_registry.models.EndpointCall.Outcome",
+        "OutcomeEnum": "apps.preferences.models.Judgement.Outcome",
     },
 }
 

@@ -214,3 +214,90 @@ class Suggestion(models.Model):
     def __str__(self) -> str:
         state = "shown" if self.shown else "held out"
         return f"suggestion {self.label_id} ({state}) for revision {self.revision_id}"
+
+
+class ModelEndpoint(models.Model):
+    """A categorical question's HTTP model endpoint, called off the request path (issue 28).
+
+    The endpoint's labels fill :class:`ItemPrediction` rows of ``run`` (a :class:`ModelRun`
+    named after ``model`` and ``version``), which a question can suggest from
+    (``settings["suggestion_run"]``) like any run. ``api_key`` is write-only: no page or API
+    response renders it back (``api_key_env`` names an environment variable instead).
+    ``calls_made`` counts every HTTP request (retries included) against ``max_calls``.
+    ``requested_at`` / ``started_at`` are the outbox and the claim of the background job
+    (:func:`apps.models_registry.services.model_endpoint_predict_pending`), like a run's
+    evaluation.
+    """
+
+    class Kind(models.TextChoices):
+        OPENAI = "openai", "OpenAI-compatible chat completions"
+        JSON = "json", "Plain JSON"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="model_endpoints")
+    question = models.OneToOneField(
+        Question, on_delete=models.CASCADE, related_name="model_endpoint"
+    )
+    kind = models.CharField(max_length=6, choices=Kind.choices, default=Kind.JSON)
+    url = models.URLField(max_length=1000)
+    model = models.CharField(
+        max_length=200, help_text="Model name: sent to chat completions; names the run."
+    )
+    version = models.CharField(max_length=100, default="1")
+    api_key = models.CharField(max_length=500, blank=True)
+    api_key_env = models.CharField(max_length=100, blank=True)
+    timeout = models.FloatField(default=10.0)
+    retries = models.PositiveSmallIntegerField(default=2)
+    max_calls = models.PositiveIntegerField(default=1000)
+    calls_made = models.PositiveIntegerField(default=0, editable=False)
+    run = models.ForeignKey(
+        ModelRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+    requested_at = models.DateTimeField(null=True, blank=True, editable=False)
+    started_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["question_id"]
+
+    def __str__(self) -> str:
+        return f"endpoint {self.model} {self.version} of question {self.question_id}"
+
+    @property
+    def budget_left(self) -> int:
+        return max(0, self.max_calls - self.calls_made)
+
+    @property
+    def predicting(self) -> bool:
+        """Whether predictions are asked for or being fetched."""
+        return self.requested_at is not None or self.started_at is not None
+
+
+class EndpointCall(models.Model):
+    """One HTTP request to a model endpoint for one item, and how it went."""
+
+    class Outcome(models.TextChoices):
+        OK = "ok", "ok"
+        TIMEOUT = "timeout", "timed out"
+        HTTP = "http", "HTTP error"
+        MALFORMED = "malformed", "malformed answer"
+        UNREACHABLE = "unreachable", "unreachable"
+
+    endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.CASCADE, related_name="calls")
+    run = models.ForeignKey(ModelRun, on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    attempt = models.PositiveSmallIntegerField(help_text="1 for the first try, 2+ for retries.")
+    outcome = models.CharField(max_length=11, choices=Outcome.choices)
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    detail = models.CharField(max_length=300, blank=True)
+    seconds = models.FloatField()
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["endpoint_id", "id"]
+        indexes = [models.Index(fields=["run", "item"], name="endpoint_call_run_item")]
+
+    def __str__(self) -> str:
+        return f"call {self.attempt} of {self.endpoint_id} for item {self.item_id}: {self.outcome}"

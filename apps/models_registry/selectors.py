@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery
 from numpy.typing import NDArray
 
 from analytics.metrics import krippendorff_alpha, paired_difference
@@ -26,6 +26,9 @@ from apps.continuous.selectors import current_traces
 from apps.models_registry.evaluation import Cell
 from apps.models_registry.importing import Axes
 from apps.models_registry.models import (
+    EndpointCall,
+    ItemPrediction,
+    ModelEndpoint,
     ModelRun,
     ModelRunEvaluation,
     Suggestion,
@@ -39,7 +42,7 @@ from apps.models_registry.suggestions import (
     SUGGESTION_ACCEPTANCE,
 )
 from apps.studies.models import Question, Study
-from apps.studies.selectors import study_annotators
+from apps.studies.selectors import question_items, study_annotators
 
 
 def upload_axes(*, study: Study, question: Question) -> Axes:
@@ -157,7 +160,11 @@ def run_trace_predictions(*, run: ModelRun, traces: QuestionTraces) -> dict[Cell
 
 
 def run_predictions(*, run: ModelRun, labels: QuestionLabels) -> NDArray[np.float64]:
-    """The run's predictions on the axes of ``labels`` (items no human answered left out)."""
+    """The run's predictions on the axes of ``labels`` (items no human answered left out).
+
+    An item prediction (a general model's label, :class:`ItemPrediction`) counts as the
+    prediction for every annotator who answered the item, where the run has no prediction of
+    its own for that annotator."""
     annotator_index = {a: k for k, a in enumerate(labels.annotator_ids)}
     code = {key: c for c, key in enumerate(labels.value_keys)}
     rows = np.array(
@@ -175,6 +182,18 @@ def run_predictions(*, run: ModelRun, labels: QuestionLabels) -> NDArray[np.floa
     column = np.searchsorted(labels.item_ids, rows[:, 1]).clip(0, labels.item_ids.size - 1)
     keep = (rows[:, 0] >= 0) & (rows[:, 2] >= 0) & (labels.item_ids[column] == rows[:, 1])
     out[rows[keep, 0], column[keep]] = rows[keep, 2]
+    general = np.array(
+        [
+            (item, code.get(key, -1))
+            for item, key in run.item_predictions.values_list("item_id", "label__key")
+        ],
+        dtype=np.int64,
+    ).reshape(-1, 2)
+    column = np.searchsorted(labels.item_ids, general[:, 0]).clip(0, labels.item_ids.size - 1)
+    keep = (general[:, 1] >= 0) & (labels.item_ids[column] == general[:, 0])
+    columns, codes = column[keep], general[keep, 1].astype(float)
+    answered = ~np.isnan(labels.ratings[:, columns]) & np.isnan(out[:, columns])
+    out[:, columns] = np.where(answered, codes[None, :], out[:, columns])
     return out
 
 
@@ -540,3 +559,92 @@ def anchoring_report(*, question: Question, n_boot: int = 2000) -> AnchoringRepo
         study=AnchoringRow(name="All", effect=study),
         among=among,
     )
+
+
+# ----------------------------------------------------------------- model endpoints (issue 28)
+
+
+def endpoint_queue(*, endpoint: ModelEndpoint) -> list[int]:
+    """Ids of the question's items (in scope) its endpoint's run has no label for yet: those
+    never asked about first, then those whose calls failed, each in queue order."""
+    tried = EndpointCall.objects.filter(run_id=endpoint.run_id, item_id=OuterRef("pk"))
+    predicted = ItemPrediction.objects.filter(run_id=endpoint.run_id).values("item_id")
+    return list(
+        question_items(endpoint.question)
+        .exclude(pk__in=predicted)
+        .annotate(tried=Exists(tried))
+        .order_by("tried", "position", "id")
+        .values_list("pk", flat=True)
+    )
+
+
+@dataclass(frozen=True)
+class EndpointFailure:
+    """Items whose latest call ended the same way, with one example of the detail."""
+
+    outcome: str
+    http_status: int | None
+    n_items: int
+    example: str
+
+    @property
+    def reason(self) -> str:
+        if self.outcome == EndpointCall.Outcome.HTTP and self.http_status:
+            return f"HTTP {self.http_status}"
+        return EndpointCall.Outcome(self.outcome).label
+
+
+@dataclass(frozen=True)
+class EndpointStatus:
+    """What the manager sees of an endpoint: items predicted, failed (by reason), waiting,
+    the budget, the latest call."""
+
+    endpoint: ModelEndpoint
+    n_items: int
+    predicted: int
+    failures: list[EndpointFailure]
+    last_call: EndpointCall | None
+
+    @property
+    def failed(self) -> int:
+        return sum(f.n_items for f in self.failures)
+
+    @property
+    def waiting(self) -> int:
+        """Items in scope not yet asked about."""
+        return max(0, self.n_items - self.predicted - self.failed)
+
+    @property
+    def budget_spent(self) -> bool:
+        return self.endpoint.budget_left == 0 and self.predicted < self.n_items
+
+
+def endpoint_status(*, endpoint: ModelEndpoint) -> EndpointStatus:
+    """The status of ``endpoint``'s current run: counts and the failed items grouped by how
+    their latest call ended, aggregated in SQL (a handful of queries however many calls)."""
+    items = question_items(endpoint.question)
+    n_items = items.count()
+    predicted_ids = ItemPrediction.objects.filter(run_id=endpoint.run_id).values("item_id")
+    predicted = items.filter(pk__in=predicted_ids).count()
+    calls = EndpointCall.objects.filter(run_id=endpoint.run_id)
+    latest = calls.filter(item_id=OuterRef("item_id")).order_by("-id").values("id")[:1]
+    groups = (
+        calls.filter(item__in=items.order_by(), id=Subquery(latest))
+        .exclude(item_id__in=predicted_ids)
+        .order_by()
+        .values("outcome", "http_status")
+        .annotate(n_items=Count("id"), example=Max("detail"))
+    )
+    failures = sorted(
+        (
+            EndpointFailure(g["outcome"], g["http_status"], g["n_items"], g["example"])
+            for g in groups
+        ),
+        key=lambda f: (-f.n_items, f.outcome),
+    )
+    last_call = EndpointCall.objects.filter(endpoint=endpoint).order_by("-id").first()
+    return EndpointStatus(endpoint, n_items, predicted, failures, last_call)
+
+
+def question_endpoint(*, question: Question) -> ModelEndpoint | None:
+    return ModelEndpoint.objects.filter(question=question).select_related("run").first()

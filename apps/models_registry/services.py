@@ -32,19 +32,31 @@ that interval (until the next call); "Recompute" (:func:`model_runs_request`) ig
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 from typing import IO, Any, NamedTuple
 
 import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
+from analytics.config import quality_config
 from analytics.pipeline import job_schedule
 from apps.continuous.config import trace_settings
 from apps.continuous.models import VALUE_DTYPE, pack
+from apps.items.models import Item
+from apps.models_registry.endpoints import (
+    EndpointAnswer,
+    EndpointConfig,
+    EndpointItem,
+    EndpointLabel,
+    endpoint_request,
+    resolve_api_key,
+)
 from apps.models_registry.evaluation import evaluate_run, evaluate_trace_run
 from apps.models_registry.importing import (
     PREDICTION_FIELDS,
@@ -60,6 +72,9 @@ from apps.models_registry.importing import (
 )
 from apps.models_registry.models import (
     AnnotatorVector,
+    EndpointCall,
+    ItemPrediction,
+    ModelEndpoint,
     ModelRun,
     ModelRunEvaluation,
     Prediction,
@@ -70,6 +85,7 @@ from apps.models_registry.selectors import (
     QuestionLabels,
     QuestionTraces,
     answers_fingerprint,
+    endpoint_queue,
     latest_evaluation,
     question_labels,
     question_traces,
@@ -88,6 +104,31 @@ DEFAULT_EVALUATION_TIMEOUT = 1800
 #: The off-request job (analytics.pipeline.JOBS, registered in apps.py) evaluating the pending
 #: runs of a question.
 EVALUATION_JOB = "model_runs.evaluate"
+#: The off-request job calling a model endpoint for the items its run has no label for.
+ENDPOINT_JOB = "model_endpoints.predict"
+#: Seconds before the first retry of a failed call; doubled for each further retry
+#: (``settings.MODEL_ENDPOINT_BACKOFF``).
+DEFAULT_ENDPOINT_BACKOFF = 0.5
+#: On the background thread or a quality worker, a pass over an endpoint's items gives the
+#: process back after about this many seconds (plus one call's time-outs) and asks for itself
+#: again (``settings.MODEL_ENDPOINT_SLICE``).
+DEFAULT_ENDPOINT_SLICE = 5.0
+#: The ranges a manager may configure.
+ENDPOINT_TIMEOUT_RANGE = (0.1, 120.0)
+ENDPOINT_MAX_RETRIES = 5
+ENDPOINT_MAX_CALLS = 1_000_000
+_ENDPOINT_FIELDS = ("requested_at", "started_at")
+#: The fields of :func:`model_endpoint_save` a manager sets (``api_key`` aside: write-only).
+ENDPOINT_CONFIG_FIELDS = (
+    "kind",
+    "url",
+    "model",
+    "version",
+    "api_key_env",
+    "timeout",
+    "retries",
+    "max_calls",
+)
 logger = logging.getLogger(__name__)
 
 
@@ -289,18 +330,25 @@ def _timeout() -> timedelta:
     return timedelta(seconds=seconds)
 
 
-def _claimable(now: Any) -> Q:
-    """Runs waiting for an evaluation: asked for and not running, or claimed too long ago."""
-    requested = Q(evaluation_requested_at__isnull=False, evaluation_started_at__isnull=True)
-    return requested | Q(evaluation_started_at__lt=now - _timeout())
+_RUN_FIELDS = ("evaluation_requested_at", "evaluation_started_at")
 
 
-def _claim(run_id: int) -> Any:
-    """Claim a waiting run for this evaluator: the claim time, or ``None`` if another
-    evaluator has it or nothing is asked for (one conditional UPDATE, atomic)."""
+def _claimable(now: Any, fields: tuple[str, str] = _RUN_FIELDS) -> Q:
+    """Rows waiting for their background job: asked for and not running, or claimed too long
+    ago. ``fields``: the row's (requested, started) outbox and claim columns."""
+    requested, started = fields
+    waiting = Q(**{f"{requested}__isnull": False, f"{started}__isnull": True})
+    return waiting | Q(**{f"{started}__lt": now - _timeout()})
+
+
+def _claim(run_id: int, model: Any = ModelRun, fields: tuple[str, str] = _RUN_FIELDS) -> Any:
+    """Claim a waiting row (a run to evaluate, an endpoint to call) for this process: the
+    claim time, or ``None`` if another process has it or nothing is asked for (one
+    conditional UPDATE, atomic)."""
     now = timezone.now()
-    claimed = ModelRun.objects.filter(_claimable(now), pk=run_id).update(
-        evaluation_started_at=now, evaluation_requested_at=None
+    requested, started = fields
+    claimed = model.objects.filter(_claimable(now, fields), pk=run_id).update(
+        **{started: now, requested: None}
     )
     return now if claimed else None
 
@@ -335,13 +383,21 @@ def model_runs_evaluate_pending(*, question_id: int) -> int:
                 _release(run, at)
 
 
-def _release(run: ModelRun, claimed_at: Any, *, again: bool = False) -> None:
+def _release(
+    run: Any,
+    claimed_at: Any,
+    *,
+    again: bool = False,
+    model: Any = ModelRun,
+    fields: tuple[str, str] = _RUN_FIELDS,
+) -> None:
     """Drop our claim of ``run`` (only ours: a timed-out one may have been taken over);
-    ``again`` asks for the evaluation anew (it could not run)."""
-    changes: dict[str, Any] = {"evaluation_started_at": None}
+    ``again`` asks for the job anew (it could not run, or has work left)."""
+    requested, started = fields
+    changes: dict[str, Any] = {started: None}
     if again:
-        changes["evaluation_requested_at"] = timezone.now()
-    ModelRun.objects.filter(pk=run.pk, evaluation_started_at=claimed_at).update(**changes)
+        changes[requested] = timezone.now()
+    model.objects.filter(pk=run.pk, **{started: claimed_at}).update(**changes)
 
 
 def model_runs_sweep() -> list[int]:
@@ -389,3 +445,266 @@ def model_runs_recompute(*, question_id: int) -> int:
 def model_run_delete(*, run: ModelRun) -> None:
     """Delete a run with its predictions, vectors and evaluations (the leaderboard forgets it)."""
     run.delete()
+
+
+# ----------------------------------------------------------------- model endpoints (issue 28)
+
+
+def _endpoint_errors(endpoint: ModelEndpoint) -> dict[str, list[str]]:
+    """Field messages for a configuration that cannot work."""
+    errors: dict[str, list[str]] = {}
+    try:
+        URLValidator(schemes=["http", "https"])(endpoint.url)
+    except ValidationError:
+        errors["url"] = ["Give an http:// or https:// URL."]
+    low, high = ENDPOINT_TIMEOUT_RANGE
+    if not low <= endpoint.timeout <= high:
+        errors["timeout"] = [f"The time-out lies between {low:g} and {high:g} seconds."]
+    if not 0 <= endpoint.retries <= ENDPOINT_MAX_RETRIES:
+        errors["retries"] = [f"Between 0 and {ENDPOINT_MAX_RETRIES} retries."]
+    if not 0 <= endpoint.max_calls <= ENDPOINT_MAX_CALLS:
+        errors["max_calls"] = [f"Between 0 and {ENDPOINT_MAX_CALLS:,} calls."]
+    if not endpoint.model.strip():
+        errors["model"] = ["Name the model (it names the run its labels go to)."]
+    if endpoint.api_key and endpoint.api_key_env:
+        errors["api_key_env"] = ["Give the key or the name of its environment variable, not both."]
+    return errors
+
+
+@transaction.atomic
+def model_endpoint_save(
+    *,
+    question: Question,
+    created_by: Account,
+    kind: str,
+    url: str,
+    model: str,
+    version: str = "1",
+    api_key: str | None = None,
+    api_key_env: str = "",
+    timeout: float = 10.0,
+    retries: int = 2,
+    max_calls: int = 1000,
+) -> ModelEndpoint:
+    """Configure (or reconfigure) the question's model endpoint, and ask for its labels.
+
+    ``api_key`` ``None`` keeps the stored key, ``""`` removes it. The endpoint's labels go to
+    the question's run named ``model`` ``version`` (created here, empty; a run of that name
+    registered from files is refused), so a new model name or version starts a new run and the
+    old one keeps its labels. The calls run after the commit, off the request
+    (:func:`model_endpoint_predict_pending`). Problems raise one ``ValidationError`` keyed by
+    field; nothing is stored then.
+    """
+    if question.kind != Question.Kind.CATEGORICAL:
+        raise ValidationError({"question": "Model endpoints label categorical questions only."})
+    Question.objects.select_for_update().filter(pk=question.pk).first()  # one save at a time
+    endpoint = ModelEndpoint.objects.filter(question=question).first() or ModelEndpoint(
+        study_id=question.study_id, question=question, created_by=created_by
+    )
+    endpoint.kind, endpoint.url = kind, url.strip()
+    endpoint.model, endpoint.version = model.strip(), (version or "1").strip()
+    endpoint.api_key_env = api_key_env.strip()
+    if api_key is not None:
+        endpoint.api_key = api_key.strip()
+    endpoint.timeout, endpoint.retries, endpoint.max_calls = timeout, retries, max_calls
+    errors = _endpoint_errors(endpoint)
+    try:
+        endpoint.full_clean(exclude=["study", "question", "created_by", "run", "url"])
+    except ValidationError as exc:
+        for field, messages in exc.message_dict.items():
+            errors.setdefault(field, messages)
+    if errors:
+        raise ValidationError(errors)
+    run = ModelRun.objects.filter(
+        question=question, name=endpoint.model, version=endpoint.version
+    ).first()
+    if run is not None and run.pk != endpoint.run_id:
+        raise ValidationError(
+            {"version": f"{run} is already registered for {question.key}: choose a new version."}
+        )
+    if run is None:
+        run = ModelRun(
+            study_id=question.study_id,
+            question=question,
+            name=endpoint.model,
+            version=endpoint.version,
+            metadata={"endpoint": endpoint.kind},
+            created_by=created_by,
+        )
+        run.full_clean(exclude=["study", "question", "created_by"])
+        run.save()
+    endpoint.run = run
+    endpoint.requested_at = timezone.now()
+    endpoint.save()
+    model_endpoint_schedule(endpoint_id=endpoint.pk)
+    return endpoint
+
+
+def model_endpoint_schedule(*, endpoint_id: int) -> None:
+    """Call the endpoint for its waiting items after this commit, off the request."""
+    job_schedule(job=ENDPOINT_JOB, key=endpoint_id)
+
+
+@transaction.atomic
+def model_endpoint_request(*, endpoint: ModelEndpoint) -> ModelEndpoint:
+    """Ask for labels of the items the endpoint's run lacks (new items, failed calls); refused
+    with a message when the call budget is spent."""
+    endpoint = ModelEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+    if endpoint.budget_left == 0:
+        raise ValidationError(
+            {
+                "max_calls": f"The call budget is spent ({endpoint.calls_made} of "
+                f"{endpoint.max_calls} calls made): raise it to call the endpoint again."
+            }
+        )
+    endpoint.requested_at = timezone.now()
+    endpoint.save(update_fields=["requested_at"])
+    model_endpoint_schedule(endpoint_id=endpoint.pk)
+    return endpoint
+
+
+@transaction.atomic
+def model_endpoint_delete(*, endpoint: ModelEndpoint) -> None:
+    """Remove the configuration; its run keeps the labels already fetched."""
+    endpoint.delete()
+
+
+def _spend_call(endpoint_id: int) -> bool:
+    """Take one call from the budget (one conditional UPDATE: concurrent callers cannot
+    overspend); ``False`` when it is spent."""
+    return bool(
+        ModelEndpoint.objects.filter(pk=endpoint_id, calls_made__lt=F("max_calls")).update(
+            calls_made=F("calls_made") + 1
+        )
+    )
+
+
+def _endpoint_call(
+    endpoint: ModelEndpoint,
+    config: EndpointConfig,
+    *,
+    run_id: int,
+    item: Item,
+    labels: list[EndpointLabel],
+) -> EndpointAnswer | None:
+    """Ask about ``item``, retrying a retryable failure up to ``endpoint.retries`` times with
+    a doubling back-off; every request is recorded (:class:`EndpointCall`) and paid for.
+    ``None`` when the budget ran out before an answer."""
+    backoff = getattr(settings, "MODEL_ENDPOINT_BACKOFF", DEFAULT_ENDPOINT_BACKOFF)
+    payload = EndpointItem(item.external_id, item.text, item.metadata or {})
+    for attempt in range(1, endpoint.retries + 2):
+        if not _spend_call(endpoint.pk):
+            return None
+        answer = endpoint_request(config, item=payload, labels=labels)
+        EndpointCall.objects.create(
+            endpoint=endpoint,
+            run_id=run_id,
+            item=item,
+            attempt=attempt,
+            outcome=answer.outcome,
+            http_status=answer.http_status,
+            detail=answer.detail,
+            seconds=answer.seconds,
+            at=timezone.now(),
+        )
+        if answer.outcome == EndpointCall.Outcome.OK or not answer.retryable:
+            return answer
+        if attempt <= endpoint.retries:
+            time.sleep(backoff * 2 ** (attempt - 1))
+    return answer
+
+
+def _endpoint_pass(
+    endpoint: ModelEndpoint, *, run_id: int, deadline: float | None
+) -> tuple[int, bool]:
+    """Call the endpoint for its waiting items in order until done, the budget is spent or
+    ``deadline`` (``time.monotonic``) passes, storing the labels in run ``run_id``; returns
+    (labels stored, work left)."""
+    question = endpoint.question
+    labels = list(question.labels.all())
+    label_ids = {label.key: label.pk for label in labels}
+    config = EndpointConfig(
+        kind=endpoint.kind,
+        url=endpoint.url,
+        model=endpoint.model,
+        api_key=resolve_api_key(api_key=endpoint.api_key, api_key_env=endpoint.api_key_env),
+        timeout=endpoint.timeout,
+        prompt=question.prompt,
+    )
+    specs = [EndpointLabel(label.key, label.name) for label in labels]
+    queue = endpoint_queue(endpoint=endpoint)
+    stored = asked = 0
+    for start in range(0, len(queue), 100):
+        chunk = Item.objects.in_bulk(queue[start : start + 100])
+        for item_id in queue[start : start + 100]:
+            if deadline is not None and asked and time.monotonic() > deadline:
+                return stored, True  # after one item at least: every pass makes progress
+            item = chunk.get(item_id)
+            if item is None:  # deleted meanwhile
+                continue
+            answer = _endpoint_call(endpoint, config, run_id=run_id, item=item, labels=specs)
+            asked += 1
+            if answer is None:
+                return stored, False  # the budget is spent: the status says so
+            if answer.outcome == EndpointCall.Outcome.OK:
+                stored += len(
+                    ItemPrediction.objects.bulk_create(
+                        [
+                            ItemPrediction(
+                                run_id=run_id,
+                                item=item,
+                                label_id=label_ids[answer.label],
+                                probabilities=answer.probabilities,
+                            )
+                        ],
+                        ignore_conflicts=True,
+                    )
+                )
+    return stored, False
+
+
+def model_endpoint_predict_pending(*, endpoint_id: int) -> int:
+    """The job :data:`ENDPOINT_JOB`: claim the endpoint (as a run's evaluation is claimed, so
+    two processes never call it for the same items at once), call it for the items its run
+    lacks, and ask for the run's evaluation when labels were stored; returns how many.
+
+    No transaction is held during a call. On the background thread or a worker a pass stops
+    after ``MODEL_ENDPOINT_SLICE`` seconds and asks for itself again (the thread's queue, the
+    worker's next sweep), so the quality updates sharing the process wait at most that long
+    and a claim never grows old enough to be taken over; a failing endpoint costs its
+    own calls and time-outs only, never an annotator's request (the queue page reads the
+    stored labels).
+    """
+    claimed_at = _claim(endpoint_id, ModelEndpoint, _ENDPOINT_FIELDS)
+    if claimed_at is None:
+        return 0
+    endpoint = ModelEndpoint.objects.select_related("question").get(pk=endpoint_id)
+    deadline = None
+    if quality_config().updates != "inline":  # the thread, a worker: share the process
+        slice_ = getattr(settings, "MODEL_ENDPOINT_SLICE", DEFAULT_ENDPOINT_SLICE)
+        deadline = time.monotonic() + slice_
+    stored, left, run_id = 0, False, endpoint.run_id
+    try:
+        if run_id is not None:  # None: its run was deleted; saving the endpoint makes one
+            stored, left = _endpoint_pass(endpoint, run_id=run_id, deadline=deadline)
+    finally:
+        _release(endpoint, claimed_at, again=left, model=ModelEndpoint, fields=_ENDPOINT_FIELDS)
+    if left:
+        model_endpoint_schedule(endpoint_id=endpoint_id)
+    if stored and run_id is not None:
+        model_runs_request(question_id=endpoint.question_id, run_ids=[run_id])
+    return stored
+
+
+def model_endpoints_sweep() -> list[int]:
+    """Dispatch the endpoints still waiting for their calls (a worker's only way to learn of
+    them; a process that died mid-pass); returns their ids. An ``analytics.pipeline``
+    sweep hook."""
+    waiting = sorted(
+        ModelEndpoint.objects.filter(_claimable(timezone.now(), _ENDPOINT_FIELDS)).values_list(
+            "pk", flat=True
+        )
+    )
+    for endpoint_id in waiting:
+        model_endpoint_schedule(endpoint_id=endpoint_id)
+    return waiting

@@ -18,10 +18,11 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import IntegerField, Value
 from django.utils.crypto import salted_hmac
 
 from analytics.indicators import CardFigure
-from apps.models_registry.models import ModelRun, Prediction
+from apps.models_registry.models import ItemPrediction, ModelRun, Prediction
 from apps.studies.models import Label, Question
 
 RUN = "suggestion_run"
@@ -77,8 +78,8 @@ class SuggestionSettingsForm(forms.Form):
         label="Suggest from model run",
         required=False,
         min_value=1,
-        help_text="Id of a model run registered for this question (its page in the model "
-        "registry names it); empty: no suggestion.",
+        help_text="Id of a model run registered for this question, or of the run its model "
+        "endpoint fills (the model registry page names both); empty: no suggestion.",
     )
     suggestion_held_out = forms.FloatField(
         label="Held-out share",
@@ -158,12 +159,16 @@ def ticket_suggestions(
     }
 
 
-def _suggested_label(rows: Sequence[tuple[int, int]], annotator_id: int) -> int:
-    """The run's prediction for this annotator; else the label it predicts most often for
-    the item (ties: the lowest label id)."""
+def _suggested_label(rows: Sequence[tuple[int | None, int]], annotator_id: int) -> int:
+    """The run's prediction for this annotator; else its label for the item as a whole (an
+    :class:`ItemPrediction`, annotator ``None`` in ``rows``); else the label it predicts most
+    often for the item (ties: the lowest label id)."""
     own = [label for who, label in rows if who == annotator_id]
     if own:
         return own[0]
+    general = [label for who, label in rows if who is None]
+    if general:
+        return general[0]
     counts = Counter(label for _, label in rows)
     return min(counts, key=lambda label: (-counts[label], label))
 
@@ -174,7 +179,8 @@ def queue_suggestions(
     """The suggestion of each question that has one for this item (question id -> it).
 
     ``questions`` are the page's :class:`~apps.annotations.forms.QueueQuestion` entries (their
-    labels loaded). No query unless a question suggests; then one for all of them.
+    labels loaded). No query unless a question suggests; then one for all of them (the runs'
+    per-annotator and per-item predictions together).
     """
     entries = {
         entry.question.pk: entry
@@ -184,11 +190,15 @@ def queue_suggestions(
     if not entries:
         return {}
     runs = {entry.question.settings[RUN]: pk for pk, entry in entries.items()}
-    rows: dict[int, list[tuple[int, int]]] = {}
-    predictions = Prediction.objects.filter(
-        run_id__in=list(runs), run__question_id__in=list(entries), item_id=item_id
-    ).values_list("run_id", "annotator_id", "label_id")
-    for run_id, who, label_id in predictions:
+    rows: dict[int, list[tuple[int | None, int]]] = {}
+    mine = {"run_id__in": list(runs), "run__question_id__in": list(entries), "item_id": item_id}
+    predictions = Prediction.objects.filter(**mine).values_list(
+        "run_id", "annotator_id", "label_id"
+    )
+    general = ItemPrediction.objects.filter(**mine).values_list(
+        "run_id", Value(None, output_field=IntegerField()), "label_id"
+    )
+    for run_id, who, label_id in predictions.order_by().union(general.order_by(), all=True):
         rows.setdefault(run_id, []).append((who, label_id))
     found = {}
     for run_id, run_rows in rows.items():

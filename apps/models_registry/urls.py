@@ -19,6 +19,16 @@ urlpatterns = [
         name="upload",
     ),
     path(
+        "studies/<int:study_id>/models/<slug:question_key>/endpoint/",
+        views.endpoint_save,
+        name="endpoint",
+    ),
+    path(
+        "studies/<int:study_id>/models/<slug:question_key>/endpoint/predict/",
+        views.endpoint_predict,
+        name="endpoint_predict",
+    ),
+    path(
         "studies/<int:study_id>/models/<slug:question_key>/compare/",
         views.run_compare,
         name="compare",

@@ -1,4 +1,5 @@
-"""Pages of the model registry: a question's leaderboard (upload, compare), a run, its deletion.
+"""Pages of the model registry: a question's leaderboard (upload, compare, the model endpoint
+and its status), a run, its deletion.
 
 Managers of the study only (apps/studies/access.py: 404 for outsiders, 403 for annotators).
 Runs are evaluated off the request (apps/models_registry/services.py): while one is, the
@@ -13,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -23,17 +25,25 @@ from django_htmx.http import HttpResponseClientRefresh
 from apps.items.uploads import UploadLimits, limit_uploads
 from apps.models_registry import plots
 from apps.models_registry.evaluation import VECTOR_KINDS
-from apps.models_registry.forms import UPLOAD_FIELDS, ModelRunUploadForm
+from apps.models_registry.forms import UPLOAD_FIELDS, ModelEndpointForm, ModelRunUploadForm
 from apps.models_registry.models import ModelRun, ModelRunEvaluation
 from apps.models_registry.selectors import (
     answers_fingerprint,
+    endpoint_status,
     latest_evaluation,
     leaderboard,
     model_run_questions,
+    question_endpoint,
     reference_rows,
     usernames,
 )
-from apps.models_registry.services import model_run_delete, model_run_register, model_runs_request
+from apps.models_registry.services import (
+    model_endpoint_request,
+    model_endpoint_save,
+    model_run_delete,
+    model_run_register,
+    model_runs_request,
+)
 from apps.studies.access import managed_study
 from apps.studies.models import Question, Study
 from core.forms import posted
@@ -86,8 +96,10 @@ def _leaderboard_page(
     question: Question,
     form: ModelRunUploadForm,
     status: int = 200,
+    endpoint_form: ModelEndpointForm | None = None,
 ) -> HttpResponse:
     n_annotations, _ = answers_fingerprint(question_id=question.pk)
+    endpoint = question_endpoint(question=question)
     board = leaderboard(question=question)
     evaluating = [row for row in board.rows if row.run is not None and row.run.evaluating]
     context = {
@@ -100,8 +112,61 @@ def _leaderboard_page(
         "n_annotations": n_annotations,
         "form": form,
         "max_bytes": settings.UPLOAD_MAX_MODEL_RUN_BYTES,
+        "endpoints": question.kind == Question.Kind.CATEGORICAL,
+        "endpoint": endpoint,
+        "endpoint_status": endpoint and endpoint_status(endpoint=endpoint),
+        "endpoint_form": endpoint_form or ModelEndpointForm.of(endpoint),
     }
     return render(request, "models_registry/leaderboard.html", context, status=status)
+
+
+@login_required
+@require_POST
+def endpoint_save(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse:
+    """Configure the question's model endpoint from the leaderboard's form; its labels are
+    fetched in the background. Errors are shown on the form (422)."""
+    study = managed_study(request, study_id)
+    question = get_object_or_404(
+        model_run_questions(study=study), key=question_key, kind=Question.Kind.CATEGORICAL
+    )
+    form = ModelEndpointForm(request.POST)
+    if form.is_valid():
+        endpoint = form.apply(
+            model_endpoint_save,
+            question=question,
+            created_by=request.user,
+            **form.service_arguments(),
+        )
+        if endpoint is not None:
+            messages.success(
+                request,
+                f"Saved the model endpoint; its labels go to run {endpoint.run} "
+                f"(id {endpoint.run_id}) in the background.",
+            )
+            return redirect("models_registry:leaderboard", study.pk, question.key)
+    return _leaderboard_page(
+        request, study, question, ModelRunUploadForm(), form.http_status, endpoint_form=form
+    )
+
+
+@login_required
+@require_POST
+def endpoint_predict(request: HttpRequest, study_id: int, question_key: str) -> HttpResponse:
+    """Call the endpoint again for the items its run lacks; refused when the budget is spent."""
+    study = managed_study(request, study_id)
+    question = get_object_or_404(model_run_questions(study=study), key=question_key)
+    endpoint = question_endpoint(question=question)
+    if endpoint is None:
+        messages.error(request, "This question has no model endpoint yet: configure one below.")
+        return redirect("models_registry:leaderboard", study.pk, question.key)
+    try:
+        model_endpoint_request(endpoint=endpoint)
+    except ValidationError as exc:
+        for message in exc.messages:
+            messages.error(request, message)
+    else:
+        messages.success(request, "Calling the endpoint for the items without a label.")
+    return redirect("models_registry:leaderboard", study.pk, question.key)
 
 
 @csrf_exempt  # checked by _run_upload, once the upload limits are in place

@@ -1,4 +1,5 @@
-"""Serializers of model runs: registering one (multipart uploads) and reading its figures."""
+"""Serializers of model runs (registering one from uploads, reading its figures) and of model
+endpoints (their configuration, never the key, and their status)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.models_registry.models import ModelRun, ModelRunEvaluation
+from apps.models_registry.models import EndpointCall, ModelEndpoint, ModelRun, ModelRunEvaluation
+from apps.models_registry.selectors import endpoint_status
 
 
 class ModelRunCreateSerializer(serializers.Serializer):
@@ -240,3 +242,132 @@ class ModelRunSerializer(serializers.ModelSerializer):
     def get_evaluation(self, obj: ModelRun) -> dict[str, Any] | None:
         latest = obj.evaluations.order_by("-computed_at", "-id").first()
         return EvaluationSerializer(latest).data if latest else None
+
+
+class EndpointWriteSerializer(serializers.Serializer):
+    """A model endpoint's configuration; ``api_key`` is write-only (never sent back)."""
+
+    question = serializers.SlugField(help_text="Key of a categorical question of the study.")
+    kind = serializers.ChoiceField(
+        choices=ModelEndpoint.Kind.choices,
+        help_text="`openai`: an OpenAI-compatible chat-completions URL; `json`: a plain JSON POST "
+        '(`{"item": {...}, "labels": [...]}` answered by `{"label": ..., "probabilities": '
+        "{...}}`).",
+    )
+    url = serializers.CharField(max_length=1000, help_text="http:// or https:// only.")
+    model = serializers.CharField(
+        max_length=200, help_text="Model name (sent to chat completions); names the run."
+    )
+    version = serializers.CharField(max_length=100, required=False, default="1")
+    api_key = serializers.CharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        write_only=True,
+        help_text="Sent as `Authorization: Bearer ...`; stored, never returned. Omit to keep "
+        'the stored key, `""` to remove it.',
+    )
+    api_key_env = serializers.CharField(
+        max_length=100,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Name of an environment variable of the server holding the key (instead of "
+        "`api_key`).",
+    )
+    timeout = serializers.FloatField(required=False, default=10.0, help_text="Seconds per call.")
+    retries = serializers.IntegerField(
+        required=False,
+        default=2,
+        help_text="Retries of a call that timed out, could not "
+        "connect or got a 429/5xx, with a doubling back-off.",
+    )
+    max_calls = serializers.IntegerField(
+        required=False,
+        default=1000,
+        help_text="Call budget: HTTP requests (retries included) allowed in all.",
+    )
+
+
+class EndpointFailureSerializer(serializers.Serializer):
+    reason = serializers.CharField(help_text="`timed out`, `HTTP 500`, `malformed answer`...")
+    outcome = serializers.CharField()
+    http_status = serializers.IntegerField(allow_null=True)
+    n_items = serializers.IntegerField(help_text="Items whose latest call ended so.")
+    example = serializers.CharField(help_text="The detail of one of those calls.")
+
+
+class EndpointCallSerializer(serializers.ModelSerializer):
+    item = serializers.SlugRelatedField(slug_field="external_id", read_only=True)
+
+    class Meta:
+        model = EndpointCall
+        fields = ["item", "attempt", "outcome", "http_status", "detail", "seconds", "at"]
+        read_only_fields = fields
+
+
+class EndpointStatusSerializer(serializers.Serializer):
+    n_items = serializers.IntegerField(help_text="Items the question applies to.")
+    predicted = serializers.IntegerField(help_text="Items the run has a label for.")
+    failed = serializers.IntegerField(help_text="Items whose calls failed (no label).")
+    waiting = serializers.IntegerField(help_text="Items not asked about yet.")
+    budget_spent = serializers.BooleanField(
+        help_text="No call left and items without a label: raise `max_calls` to go on."
+    )
+    failures = EndpointFailureSerializer(many=True)
+    last_call = EndpointCallSerializer(allow_null=True)
+
+
+class EndpointSerializer(serializers.ModelSerializer):
+    """A model endpoint as managers read it: its configuration (no key), budget and status."""
+
+    question = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    api_key_set = serializers.SerializerMethodField(
+        help_text="Whether a key is stored (the key itself is never returned)."
+    )
+    budget_left = serializers.IntegerField(read_only=True)
+    predicting = serializers.BooleanField(
+        read_only=True, help_text="Calls are asked for or running in the background."
+    )
+    status = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ModelEndpoint
+        fields = [
+            "id",
+            "question",
+            "kind",
+            "url",
+            "model",
+            "version",
+            "api_key_set",
+            "api_key_env",
+            "timeout",
+            "retries",
+            "max_calls",
+            "calls_made",
+            "budget_left",
+            "run",
+            "predicting",
+            "updated_at",
+            "status",
+        ]
+        read_only_fields = fields
+
+    def get_api_key_set(self, obj: ModelEndpoint) -> bool:
+        return bool(obj.api_key)
+
+    @extend_schema_field(EndpointStatusSerializer)
+    def get_status(self, obj: ModelEndpoint) -> dict[str, Any]:
+        found = endpoint_status(endpoint=obj)
+        return EndpointStatusSerializer(
+            {
+                "n_items": found.n_items,
+                "predicted": found.predicted,
+                "failed": found.failed,
+                "waiting": found.waiting,
+                "budget_spent": found.budget_spent,
+                "failures": found.failures,
+                "last_call": found.last_call,
+            }
+        ).data

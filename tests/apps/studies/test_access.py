@@ -150,6 +150,12 @@ PAGES: dict[str, Page] = {
     "models_registry:upload": Page(  # no file: the form says so
         MANAGERS, _with(question_key=lambda s: "sentiment"), "post", {"name": "x"}, ok=422
     ),
+    "models_registry:endpoint": Page(  # no URL: the form says so
+        MANAGERS, _with(question_key=lambda s: "sentiment"), "post", {"model": "m"}, ok=422
+    ),
+    "models_registry:endpoint_predict": Page(  # no endpoint yet: back to the page, which says so
+        MANAGERS, _with(question_key=lambda s: "sentiment"), "post", ok=302
+    ),
     "models_registry:compare": Page(  # one run only: back to the leaderboard to tick two
         MANAGERS, _with(question_key=lambda s: "sentiment"), ok=302
     ),

@@ -1,0 +1,210 @@
+"""One HTTP request to a model endpoint and the reading of its answer (issue 28).
+
+No database here: :func:`apps.models_registry.services.model_endpoint_predict_pending` decides
+which items to ask about, spends the budget, retries, and stores what :func:`endpoint_request`
+returns. Two formats:
+
+- ``json``: ``POST {"item": {"id", "text", "metadata"}, "labels": [keys]}``, answered by
+  ``{"label": key, "probabilities": {key: p}}`` (``probabilities`` optional).
+- ``openai``: an OpenAI-compatible chat-completions URL, ``POST {"model", "messages",
+  "temperature": 0}`` with a prompt naming the question, its label keys and names and the
+  item's text; the label is read from ``choices[0].message.content`` (case and surrounding
+  whitespace, quotes and a final full stop ignored; a label's key or its name).
+
+Redirects are not followed (a 3xx is an HTTP error) and at most :data:`MAX_ANSWER_BYTES` of an
+answer are read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+MAX_ANSWER_BYTES = 1_000_000
+#: Probabilities must sum to 1 within this tolerance.
+SUM_TOLERANCE = 0.01
+
+
+@dataclass(frozen=True)
+class EndpointItem:
+    """What the endpoint is told of an item."""
+
+    external_id: str
+    text: str
+    metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class EndpointLabel:
+    key: str
+    name: str
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """The parts of a :class:`~apps.models_registry.models.ModelEndpoint` a request needs."""
+
+    kind: str
+    url: str
+    model: str
+    api_key: str
+    timeout: float
+    prompt: str
+
+
+@dataclass(frozen=True)
+class EndpointAnswer:
+    """One request's outcome: ``outcome`` is an ``EndpointCall.Outcome`` value; on ``ok``,
+    ``label`` is one of the question's keys and ``probabilities`` maps every key to its
+    probability (or is ``None``)."""
+
+    outcome: str
+    seconds: float
+    label: str = ""
+    probabilities: dict[str, float] | None = None
+    http_status: int | None = None
+    detail: str = ""
+
+    @property
+    def retryable(self) -> bool:
+        """A time-out, an unreachable server, a 429 or a 5xx may go better on a second try;
+        a 4xx or a malformed answer will not."""
+        if self.outcome in ("timeout", "unreachable"):
+            return True
+        return self.outcome == "http" and (
+            self.http_status == 429 or (self.http_status or 0) >= 500
+        )
+
+
+def resolve_api_key(*, api_key: str, api_key_env: str) -> str:
+    """The stored key, else the value of the environment variable it names ("" if neither)."""
+    return api_key or (os.environ.get(api_key_env, "") if api_key_env else "")
+
+
+def request_body(
+    config: EndpointConfig, *, item: EndpointItem, labels: Sequence[EndpointLabel]
+) -> dict[str, Any]:
+    """The JSON body sent for ``item``."""
+    if config.kind == "openai":
+        choices = "\n".join(f"- {label.key}: {label.name}" for label in labels)
+        system = (
+            "You label items for an annotation study. Answer with exactly one label key from "
+            f"this list and nothing else:\n{choices}"
+        )
+        user = f"Question: {config.prompt}\n\nItem:\n{item.text}"
+        return {
+            "model": config.model,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "temperature": 0,
+        }
+    return {
+        "item": {"id": item.external_id, "text": item.text, "metadata": dict(item.metadata)},
+        "labels": [label.key for label in labels],
+    }
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # urllib then raises HTTPError with the 3xx status
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+def endpoint_request(
+    config: EndpointConfig, *, item: EndpointItem, labels: Sequence[EndpointLabel]
+) -> EndpointAnswer:
+    """POST one item to the endpoint and read its label; never raises for the endpoint's
+    faults (they are the answer's ``outcome``)."""
+    body = json.dumps(request_body(config, item=item, labels=labels)).encode()
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if config.api_key:
+        headers["Authorization"] = f"Bearer {config.api_key}"
+    request = urllib.request.Request(config.url, data=body, headers=headers, method="POST")
+    started = time.monotonic()
+
+    def answer(outcome: str, **fields: Any) -> EndpointAnswer:
+        return EndpointAnswer(outcome=outcome, seconds=time.monotonic() - started, **fields)
+
+    try:
+        with _OPENER.open(request, timeout=config.timeout) as response:
+            raw = response.read(MAX_ANSWER_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        return answer("http", http_status=exc.code, detail=f"HTTP {exc.code} {exc.reason}"[:300])
+    except TimeoutError:
+        return answer("timeout", detail=f"no answer within {config.timeout:g} s")
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, TimeoutError):
+            return answer("timeout", detail=f"no answer within {config.timeout:g} s")
+        return answer("unreachable", detail=str(exc.reason)[:300])
+    except (OSError, ValueError) as exc:  # connection reset, a bad status line...
+        return answer("unreachable", detail=str(exc)[:300] or type(exc).__name__)
+    if len(raw) > MAX_ANSWER_BYTES:
+        return answer("malformed", detail=f"answer longer than {MAX_ANSWER_BYTES} bytes")
+    try:
+        label, probabilities = read_answer(config.kind, raw, labels=labels)
+    except ValueError as exc:
+        return answer("malformed", detail=str(exc)[:300])
+    return answer("ok", label=label, probabilities=probabilities)
+
+
+def _match(text: str, labels: Sequence[EndpointLabel]) -> str:
+    """The key of the label ``text`` names (its key or its name, any case, surrounding
+    whitespace, quotes and a final full stop ignored)."""
+    wanted = text.strip().strip("\"'`").strip().rstrip(".").strip().casefold()
+    for label in labels:
+        if wanted in (label.key.casefold(), label.name.strip().casefold()):
+            return label.key
+    shown = text.strip()[:60]
+    raise ValueError(f"unknown label {shown!r}")
+
+
+def read_answer(
+    kind: str, raw: bytes, *, labels: Sequence[EndpointLabel]
+) -> tuple[str, dict[str, float] | None]:
+    """``(label key, probabilities or None)`` from an answer's bytes; ``ValueError`` saying
+    what is wrong when the answer is not what the format promises."""
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"not JSON: {exc}") from exc
+    if kind == "openai":
+        try:
+            content = data["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ValueError("no choices[0].message.content") from exc
+        if not isinstance(content, str):
+            raise ValueError("choices[0].message.content is not text")
+        return _match(content, labels), None
+    if not isinstance(data, dict) or not isinstance(data.get("label"), str):
+        raise ValueError('no "label" in the answer')
+    label = _match(data["label"], labels)
+    return label, _probabilities(data.get("probabilities"), labels)
+
+
+def _probabilities(raw: Any, labels: Sequence[EndpointLabel]) -> dict[str, float] | None:
+    """Every label key's probability (keys the answer leaves out get 0); ``None`` if absent."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError('"probabilities" is not an object')
+    keys = {label.key for label in labels}
+    unknown = sorted(set(raw) - keys)
+    if unknown:
+        raise ValueError(f"probabilities of unknown labels {', '.join(unknown)[:100]}")
+    out = {}
+    for key in (label.key for label in labels):
+        p = raw.get(key, 0.0)
+        if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p <= 1.0:
+            raise ValueError(f"probability of {key} is not a number in [0, 1]")
+        out[key] = float(p)
+    if not math.isclose(sum(out.values()), 1.0, abs_tol=SUM_TOLERANCE):
+        raise ValueError(f"probabilities sum to {sum(out.values()):.3f}, not 1")
+    return out

@@ -1,0 +1,134 @@
+"""A real model served over HTTP on 127.0.0.1 for the model endpoint tests.
+
+A scikit-learn classifier (TF-IDF + logistic regression) trained on a study's answers, served by
+``http.server.ThreadingHTTPServer`` in a thread on a free port, speaking both formats the studio
+calls: the plain JSON POST (``/json``) and OpenAI-compatible chat completions
+(``/v1/chat/completions``). Knobs make it fail on purpose: sleep past the time-out, answer with
+an HTTP status, answer garbage, or fail the first few requests only.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+from django.db.models.fields.json import KeyTextTransform
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline, make_pipeline
+
+from apps.annotations.models import Annotation
+from apps.studies.models import Question
+
+
+def train_on_answers(question: Question) -> Pipeline:
+    """TF-IDF + logistic regression fitted on the question's answers so far (item text ->
+    answered label key)."""
+    rows = list(
+        Annotation.objects.filter(question=question)
+        .annotate(key=KeyTextTransform("label", "current_revision__value"))
+        .order_by("pk")
+        .values_list("item__text", "key")
+    )
+    assert rows, "the study needs answers to train on"
+    texts, keys = zip(*rows, strict=True)
+    return make_pipeline(TfidfVectorizer(), LogisticRegression(C=10.0, max_iter=1000)).fit(
+        list(texts), list(keys)
+    )
+
+
+@dataclass
+class Behaviour:
+    """How the server answers (changed by the tests between calls)."""
+
+    sleep: float = 0.0
+    status: int = 200
+    fail_first: int = 0  # answer ``status`` to this many requests, then normally
+    body: bytes | None = None  # a fixed answer (malformed ones)
+    openai_case: str = "name"  # "name": "  Positive.\n" ; "key": the key upper-cased
+
+
+@dataclass
+class ModelServer:
+    classifier: Pipeline
+    url: str
+    behaviour: Behaviour = field(default_factory=Behaviour)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def predict(self, text: str) -> tuple[str, dict[str, float]]:
+        probabilities = self.classifier.predict_proba([text])[0]
+        classes = [str(c) for c in self.classifier.classes_]
+        return classes[int(np.argmax(probabilities))], dict(
+            zip(classes, map(float, probabilities), strict=True)
+        )
+
+
+def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:  # quiet
+            pass
+
+        def _send(self, status: int, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            payload = json.loads(self.rfile.read(length))
+            b = server.behaviour
+            with server.lock:
+                server.requests.append(
+                    {
+                        "path": self.path,
+                        "body": payload,
+                        "authorization": self.headers.get("Authorization"),
+                    }
+                )
+                n = len(server.requests)
+            if b.sleep:
+                time.sleep(b.sleep)
+            if b.status != 200 and (not b.fail_first or n <= b.fail_first):
+                self._send(b.status, b'{"error": "down"}')
+                return
+            if b.body is not None:
+                self._send(200, b.body)
+                return
+            if self.path == "/v1/chat/completions":
+                text = payload["messages"][-1]["content"].split("Item:\n", 1)[1]
+                label, _ = server.predict(text)
+                content = f"  {label.title()}.\n" if b.openai_case == "name" else label.upper()
+                answer = {"choices": [{"message": {"role": "assistant", "content": content}}]}
+            else:
+                label, probabilities = server.predict(payload["item"]["text"])
+                answer = {"label": label, "probabilities": probabilities}
+            self._send(200, json.dumps(answer).encode())
+
+    return Handler
+
+
+@contextmanager
+def model_server(classifier: Pipeline) -> Iterator[ModelServer]:
+    """The classifier served on a free port of 127.0.0.1 until the block ends."""
+    served = ModelServer(classifier=classifier, url="")
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(served))
+    httpd.daemon_threads = True
+    served.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield served
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
