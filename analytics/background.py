@@ -36,16 +36,21 @@ _thread: threading.Thread | None = None
 _sweeper: threading.Thread | None = None
 
 
-def enqueue(key: int, process: Callable[[int], object], *, queue: str = "quality") -> None:
+def enqueue(
+    key: int, process: Callable[[int], object], *, queue: str = "quality", drain: bool = True
+) -> None:
     """Note that ``key`` (a question id, or the id a job names) has pending work in ``queue``;
-    ``process(key)`` will be called for it soon, once however often it was enqueued meanwhile."""
+    ``process(key)`` will be called for it soon, once however often it was enqueued meanwhile.
+    ``drain``: the process waits at exit for what was handed over (not for work a later sweep
+    redoes anyway, such as the quality worker's intervals)."""
     global _thread
     with _wake:
         _waiting[(queue, key)] = process
         if _thread is None or not _thread.is_alive():
             _thread = threading.Thread(target=_serve, name="quality-updates", daemon=True)
             _thread.start()
-            _at_exit(lambda: idle(timeout=120))
+            if drain:
+                _at_exit(lambda: idle(timeout=120))
         _wake.notify()
 
 

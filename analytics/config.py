@@ -47,6 +47,7 @@ class QualityConfig:
     forecast_interval: float
     interval_seconds: float
     plot_interval: float
+    intervals_apart: bool
     min_overlap: int
     min_annotators: int
     reopen_margin: float
@@ -77,6 +78,7 @@ def quality_config() -> QualityConfig:
         forecast_interval=float(settings.QUALITY_FORECAST_INTERVAL),
         interval_seconds=float(settings.QUALITY_INTERVAL_SECONDS),
         plot_interval=float(settings.QUALITY_PLOT_INTERVAL),
+        intervals_apart=bool(settings.QUALITY_INTERVALS_APART),
         min_overlap=int(settings.QUALITY_MIN_OVERLAP),
         min_annotators=int(settings.QUALITY_MIN_ANNOTATORS),
         reopen_margin=float(settings.QUALITY_REOPEN_MARGIN),

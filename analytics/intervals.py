@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from apps.studies.models import Question
 
 Entry = list[float | int] | None  # [estimate, low, high, n(, n_effective, samples)]
+#: ``publish_intervals(found=...)`` not given: compute the set if due (``None`` is a result).
+NOT_GIVEN = object()
 
 
 @dataclass(frozen=True)
@@ -202,30 +204,51 @@ def publish_intervals(
     previous: QualitySnapshot | None,
     seconds: float,
     force: bool,
-) -> None:
-    """Put the question's intervals into ``derived``: computed now when due (``force``,
-    ``seconds`` since the last computation, or twice the answers it rests on; never with
-    ``seconds <= 0``), else carried from ``previous`` onto the current annotator axis.
-    Intervals already in ``derived`` (computed live by the kind's ``publish_extras``: the
-    Wilson interval of attention-check accuracy) are kept. Called before the publish's
-    transaction (the bootstrap takes seconds on a large question: 50 Dawid-Skene refits, 2.7 s
-    for 96 annotators x 2,000 items)."""
+    found: IntervalSet | object | None = NOT_GIVEN,
+    apart: bool = False,
+) -> bool:
+    """Put the question's intervals into ``derived``: ``found`` when given (computed apart by
+    :func:`intervals_publish`), else computed now when due (``force``, ``seconds`` since the
+    last computation, or twice the answers it rests on; never with ``seconds <= 0``), else
+    carried from ``previous`` onto the current annotator axis. Intervals already in
+    ``derived`` (computed live by the kind's ``publish_extras``: the Wilson interval of
+    attention-check accuracy) are kept. Called before the publish's transaction (the bootstrap
+    takes seconds on a large question: 50 Dawid-Skene refits, 2.7 s for 96 annotators x 2,000
+    items).
+
+    ``apart`` (the quality worker): a set due by age or by the answers is not computed here
+    but carried, and ``True`` returned: the caller asks :func:`intervals_request` for it once
+    its snapshot is written, so a bootstrap never holds the other questions' live updates.
+    """
     now = timezone.now()
     n_answers = int(derived.study.get("n_ratings", 0))
-    if seconds > 0 and (force or _due(previous, seconds, now, n_answers)):
-        found = kind.intervals(question)
-        if found is None:
-            return
-        derived.intervals = {**derived.intervals, **interval_entries(found, derived.annotators)}
+    given = found is not NOT_GIVEN
+    if given or (seconds > 0 and (force or _due(previous, seconds, now, n_answers))):
+        if not given and apart and not force:
+            intervals_carry(derived, kind=kind, previous=previous)
+            return True
+        result = found if given else kind.intervals(question)
+        if not isinstance(result, IntervalSet):
+            return False
+        derived.intervals = {**derived.intervals, **interval_entries(result, derived.annotators)}
         derived.study["intervals"] = {
             "computed_at": now.isoformat(),
             "n_answers": n_answers,
-            "study": {key: _study_entry(interval) for key, interval in found.study.items()},
-            **({"notes": _notes_json(found.notes)} if found.notes else {}),
-            **({"pairs": list(found.pairs)} if found.pairs else {}),
+            "study": {key: _study_entry(interval) for key, interval in result.study.items()},
+            **({"notes": _notes_json(result.notes)} if result.notes else {}),
+            **({"pairs": list(result.pairs)} if result.pairs else {}),
         }
         _values_of_interval_figures(derived, kind.indicators)
-        return
+        return False
+    intervals_carry(derived, kind=kind, previous=previous)
+    return False
+
+
+def intervals_carry(
+    derived: Derived, *, kind: QuestionKind, previous: QualitySnapshot | None
+) -> None:
+    """Carry ``previous``'s intervals into ``derived`` onto its annotator axis (the intervals
+    ``derived`` computed live win)."""
     if previous is None or "intervals" not in previous.indicators:
         return
     old = previous.indicators
@@ -238,6 +261,39 @@ def publish_intervals(
     if "intervals" in old.get("study", {}):
         derived.study["intervals"] = old["study"]["intervals"]
     _values_of_interval_figures(derived, kind.indicators)
+
+
+def computed_at(snapshot: QualitySnapshot | None) -> str | None:
+    """When the snapshot's intervals were computed (``None``: it has none)."""
+    study = snapshot.indicators.get("study", {}) if snapshot is not None else {}
+    return study.get("intervals", {}).get("computed_at")
+
+
+def intervals_request(question_id: int) -> None:
+    """Compute the question's intervals on this process's background thread and publish them
+    (:func:`intervals_publish`); asked once however often before it runs. Not waited for at
+    exit: a set left undone is due again at the next publish or sweep."""
+    from analytics import background
+
+    background.enqueue(question_id, intervals_publish, queue=INTERVALS_JOB, drain=False)
+
+
+def intervals_publish(question_id: int, attempts: int = 3) -> None:
+    """Compute the question's intervals (seconds on a large question), then publish them with
+    the newest state: again, up to ``attempts`` times, while a live publish of a newer state
+    overtakes this one (each try costs a derive, not a bootstrap)."""
+    from analytics.publishing import quality_publish_with
+    from apps.studies.kinds import question_kinds
+    from apps.studies.models import Question
+
+    question = Question.objects.filter(pk=question_id).first()
+    spec = question_kinds().get(question.kind) if question is not None else None
+    if question is None or spec is None:
+        return
+    found = spec.intervals(question)
+    for _ in range(attempts):
+        if quality_publish_with(question_id=question_id, intervals=found):
+            return
 
 
 def _values_of_interval_figures(derived: Derived, indicators: Sequence[Indicator]) -> None:

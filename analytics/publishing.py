@@ -36,7 +36,14 @@ from django.utils import timezone
 from analytics.config import quality_config
 from analytics.events import dashboard_notify
 from analytics.indicators import with_overrides
-from analytics.intervals import publish_intervals
+from analytics.intervals import (
+    NOT_GIVEN,
+    IntervalSet,
+    computed_at,
+    intervals_carry,
+    intervals_request,
+    publish_intervals,
+)
 from analytics.models import QualitySnapshot, QualityState
 from analytics.services import flags_evaluate
 from apps.studies.kinds import question_kinds
@@ -57,10 +64,35 @@ def quality_publish(
     every item's disagreement and refit Dawid-Skene; refit only). Returns the snapshot
     written, or ``None`` for a question kind without a live dashboard or without a state yet.
     """
+    return _publish(
+        question_id=question_id,
+        item_ids=item_ids,
+        rebuild=rebuild,
+        refresh_competence=refresh_competence,
+    )[0]
+
+
+def quality_publish_with(*, question_id: int, intervals: IntervalSet | None) -> bool:
+    """Publish the question with ``intervals`` computed apart
+    (:func:`analytics.intervals.intervals_publish`); ``False`` if a publish of a newer state
+    overtook this one and nothing was written."""
+    return _publish(question_id=question_id, intervals=intervals)[1]
+
+
+def _publish(
+    *,
+    question_id: int,
+    item_ids: Sequence[int] | None = None,
+    rebuild: bool = False,
+    refresh_competence: bool = False,
+    intervals: IntervalSet | object | None = NOT_GIVEN,
+) -> tuple[QualitySnapshot | None, bool]:
+    """:func:`quality_publish`, with ``intervals`` given or not; returns the snapshot and
+    whether this publish wrote it."""
     question = Question.objects.select_related("study").get(pk=question_id)
     spec = question_kinds().get(question.kind)
     if spec is None:
-        return None
+        return None, False
     config = quality_config()
     window = dt.timedelta(seconds=config.snapshot_interval)
     # Everything is computed before the transaction, from the state as read now: on SQLite a
@@ -69,9 +101,9 @@ def quality_publish(
     previous = _latest(question_id).first()
     state = _state(question_id)
     if state is None:
-        return None
+        return None, False
     if previous is not None and _newer(previous.state_version, than=state.updated_at):
-        return previous  # derived from a newer state already: never go back
+        return previous, False  # derived from a newer state already: never go back
     # the MDS map is refitted once per snapshot window (or when annotators join)
     in_window = previous is not None and timezone.now() - previous.created_at < window
     old_map = previous.matrices.get("mds") if in_window and previous is not None else None
@@ -88,33 +120,43 @@ def quality_publish(
         rebuild=rebuild,
         refresh=refresh_competence,
     )
-    publish_intervals(
+    live_intervals = dict(derived.intervals)
+    deferred = publish_intervals(
         derived,
         kind=spec,
         question=question,
         previous=previous,
         seconds=config.interval_seconds,
         force=rebuild,
+        found=intervals,
+        apart=config.intervals_apart,
+    )
+    carried = computed_at(previous) is not None and (
+        derived.study.get("intervals", {}).get("computed_at") == computed_at(previous)
     )
     indicators = with_overrides(spec.indicators_for(question), question.settings)
-    fields = {
-        "indicators": derived.indicators_json(),
-        "matrices": derived.matrices,
-        "n_annotations": derived.study.get("n_ratings", 0),
-        "state_version": state.updated_at,
-    }
     with transaction.atomic():
         # the newest row locked: publishes of one question write one after the other
         latest = _latest(question_id).select_for_update().first()
         if latest is not None and _newer(latest.state_version, than=state.updated_at):
-            return latest  # another publish wrote a newer state meanwhile: never go back
-        fields["flags"] = flags_evaluate(  # the rules are cheap; the flags are rows
-            question=question,
-            derived=derived,
-            indicators=indicators,
-            config=config.for_question(question.settings),
-            study_figures=spec.study_figures,
-        )
+            return latest, False  # another publish wrote a newer state meanwhile
+        if carried and computed_at(latest) not in (None, computed_at(previous)):
+            # a set computed apart was written since ``previous`` was read: carry that one
+            derived.intervals = live_intervals
+            intervals_carry(derived, kind=spec, previous=latest)
+        fields = {
+            "indicators": derived.indicators_json(),
+            "matrices": derived.matrices,
+            "n_annotations": derived.study.get("n_ratings", 0),
+            "state_version": state.updated_at,
+            "flags": flags_evaluate(  # the rules are cheap; the flags are rows
+                question=question,
+                derived=derived,
+                indicators=indicators,
+                config=config.for_question(question.settings),
+                study_figures=spec.study_figures,
+            ),
+        }
         # within the snapshot window the latest snapshot is updated, not followed by another
         if latest is not None and timezone.now() - latest.created_at < window:
             for name, value in fields.items():
@@ -124,7 +166,9 @@ def quality_publish(
         else:
             snapshot = QualitySnapshot.objects.create(question=question, **fields)
     dashboard_notify(study_id=question.study_id, question_id=question_id)
-    return snapshot
+    if deferred:
+        intervals_request(question_id)
+    return snapshot, True
 
 
 def _latest(question_id: int) -> QuerySet[QualitySnapshot]:

@@ -435,6 +435,10 @@ QUALITY_FORECAST_INTERVAL = float(os.environ.get("QUALITY_FORECAST_INTERVAL", "3
 # question): recomputed by the quality processing at most every N seconds per question and
 # carried forward in between (0 = never).
 QUALITY_INTERVAL_SECONDS = int(os.environ.get("QUALITY_INTERVAL_SECONDS", "120"))
+# Whether a publish that finds the intervals due leaves their bootstrap to a thread of its
+# own (analytics.intervals.intervals_request) and carries the last set meanwhile; the quality
+# worker sets it, so a bootstrap of seconds never holds the other live updates.
+QUALITY_INTERVALS_APART = False
 QUALITY_MIN_EVIDENCE = int(os.environ.get("QUALITY_MIN_EVIDENCE", "20"))
 QUALITY_MIN_REPEATS = int(os.environ.get("QUALITY_MIN_REPEATS", "10"))
 QUALITY_MIN_OVERLAP = int(os.environ.get("QUALITY_MIN_OVERLAP", "10"))

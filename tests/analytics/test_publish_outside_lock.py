@@ -97,3 +97,56 @@ def test_a_publish_never_goes_back_to_an_older_state(spied):
     again = quality_publish(question_id=question.pk)
     assert again.pk == newest.pk
     assert QualitySnapshot.objects.filter(question=question).count() == 1
+
+
+def test_the_worker_leaves_due_intervals_to_a_thread_of_their_own(spied, monkeypatch, settings):
+    """A bootstrap takes seconds on a large question; on the quality worker's own thread it
+    held every other question's live update (and this one's push) for that long. With
+    ``QUALITY_INTERVALS_APART`` (the worker's setting) the publish carries the last set and a
+    background thread computes the new one, then publishes it."""
+    import threading
+
+    from analytics import background
+    from analytics.intervals import computed_at
+
+    threads: list[str] = []
+    original = CategoricalKind.intervals
+
+    def where(self, question):
+        threads.append(threading.current_thread().name)
+        return original(self, question)
+
+    monkeypatch.setattr(CategoricalKind, "intervals", where)
+    study, annotators = running_study(n_items=24, n_annotators=4)
+    question = study.questions.get()
+    _answer(study, annotators, items=3)
+    first = QualitySnapshot.objects.filter(question=question).latest("updated_at")
+    assert computed_at(first) is not None
+    settings.QUALITY_UPDATES = "worker"  # the answers wait in the outbox...
+    _answer(study, annotators, items=12)  # ...and make the intervals due (x4)
+    settings.QUALITY_UPDATES = "inline"
+    settings.QUALITY_INTERVALS_APART = True
+    threads.clear()
+    quality_process_pending(question_id=question.pk)  # one batch, one publish: it defers
+    # (the in-memory test database allows one thread at a time: wait before reading)
+    assert background.idle(timeout=60)
+    assert threads  # computed, and never on the publishing thread
+    assert threading.current_thread().name not in threads
+    latest = QualitySnapshot.objects.filter(question=question).latest("updated_at")
+    assert latest.n_annotations == 48
+    assert computed_at(latest) > computed_at(first)
+    assert latest.indicators["study"]["intervals"]["n_answers"] >= 24
+
+
+def test_intervals_computed_apart_are_not_written_over_a_newer_state(spied):
+    from analytics.publishing import quality_publish_with
+
+    study, annotators = running_study(n_items=12, n_annotators=3)
+    question = study.questions.get()
+    _answer(study, annotators, items=6)
+    newest = QualitySnapshot.objects.filter(question=question).latest("updated_at")
+    QualitySnapshot.objects.filter(pk=newest.pk).update(
+        state_version=newest.state_version.replace(year=newest.state_version.year + 1)
+    )
+    found = CategoricalKind().intervals(question)
+    assert quality_publish_with(question_id=question.pk, intervals=found) is False
