@@ -282,7 +282,7 @@ class ArenaResults:
 
 
 def _ordinal(value: float) -> int:
-    return int(round(value))
+    return round(float(value))
 
 
 def arena_results(
