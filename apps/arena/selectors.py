@@ -242,8 +242,8 @@ class ModelRow:
     low: float
     high: float
     rank: int
-    rank_low: int
-    rank_high: int
+    rank_low: int | None
+    rank_high: int | None
     p_best: float
     votes: int
     wins: int
@@ -281,8 +281,9 @@ class ArenaResults:
     pairs_total: int = 0
 
 
-def _ordinal(value: float) -> int:
-    return round(float(value))
+def _ordinal(value: float) -> int | None:
+    """A rank as a whole number; ``None`` without a bootstrap (nan)."""
+    return None if math.isnan(value) else round(float(value))
 
 
 def arena_results(
@@ -345,7 +346,7 @@ def arena_results(
                 log_strength=float(ranking.log_strengths[k]),
                 low=float(ranking.low[k]),
                 high=float(ranking.high[k]),
-                rank=_ordinal(ranking.rank[k]),
+                rank=round(float(ranking.rank[k])),
                 rank_low=_ordinal(ranking.rank_low[k]),
                 rank_high=_ordinal(ranking.rank_high[k]),
                 p_best=float(ranking.p_best[k]),

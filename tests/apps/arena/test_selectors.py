@@ -143,6 +143,7 @@ def test_the_results_are_arena_ranking_of_the_votes_with_the_annotators_weights(
         assert row.log_strength == pytest.approx(direct.log_strengths[k])
         assert (row.low, row.high) == (pytest.approx(direct.low[k]), pytest.approx(direct.high[k]))
         assert (row.rank_low, row.rank_high) == (direct.rank_low[k], direct.rank_high[k])
+        assert row.rank == direct.rank[k]
         assert row.p_best == pytest.approx(direct.p_best[k])
         assert row.votes == sum(model in (v[1], v[2]) for v in votes)
     assert [row.model for row in found.rows] == ["alpaca", "bison", "camel", "dingo"]
