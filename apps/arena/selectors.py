@@ -36,6 +36,8 @@ SEED = 0
 #: The weight of an annotator whose reliability was never measured (no pairwise question of
 #: the study judged): counted in full.
 UNMEASURED = 1.0
+#: Votes per pair of models from which the bootstrap intervals can be read (docs/arena.md).
+ENOUGH_PAIR_VOTES = 10
 
 Pair = tuple[str, str]  # two model names, sorted
 
@@ -279,6 +281,13 @@ class ArenaResults:
     plot: dict[str, Any] | None = None
     pairs_judged: int = 0
     pairs_total: int = 0
+    fewest_pair_votes: int = 0  # votes on the least compared pair of models that has any
+
+    @property
+    def few_votes(self) -> bool:
+        """Some compared pair has fewer than :data:`ENOUGH_PAIR_VOTES` votes: its percentile
+        intervals are unreliable (docs/arena.md)."""
+        return self.n_votes > 0 and self.fewest_pair_votes < ENOUGH_PAIR_VOTES
 
 
 def _ordinal(value: float) -> int | None:
@@ -312,7 +321,7 @@ def arena_results(
     )
     prompts_total = len(arena_prompts(question=question))
     pairs_total = math.comb(len(models), 2)
-    judged_pairs = {_pair(v.model_a, v.model_b) for v in votes}
+    judged_pairs = Counter(_pair(v.model_a, v.model_b) for v in votes)
     common = {
         "n_votes": len(votes),
         "n_prompts": len({vote.prompt for vote in votes}),
@@ -321,6 +330,7 @@ def arena_results(
         "weighted_votes": float(sum(weights[v.annotator] for v in votes)),
         "pairs_judged": len(judged_pairs),
         "pairs_total": pairs_total,
+        "fewest_pair_votes": min(judged_pairs.values(), default=0),
     }
     if not votes or len(models) < 2:
         return ArenaResults(ranking=None, rows=[], unvoted=models, **common)

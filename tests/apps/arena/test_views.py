@@ -103,6 +103,7 @@ def test_the_results_page_prints_the_ranking_and_what_it_rests_on(client):
     assert thetas == pytest.approx([row.log_strength for row in found.rows])
     assert html.count("<svg class=\"interval-plot\"") == 1
     assert "(unmeasured)" in html  # no pairwise question in this study
+    assert "data-few-votes" in html  # 6 votes per pair of models
 
 
 def test_the_preference_export_has_the_pairwise_schema_and_the_ranking_margin(client):
