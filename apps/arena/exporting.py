@@ -52,9 +52,12 @@ def arena_preference_rows(
         ).values_list("annotation_id", "number", "created_at")
     }
     for answer in answers.iterator(chunk_size=CHUNK_SIZE):
+        current = answer.current_revision
+        if current is None:  # never: the query keeps live answers
+            continue
         responses = item_responses(answer.item.metadata)
         username = answer.annotator.get_username()
-        for k, vote in enumerate(votes_of(answer.current_revision.value), start=1):
+        for k, vote in enumerate(votes_of(current.value), start=1):
             if vote["outcome"] == 0 and not ties:
                 continue
             chosen, rejected = vote["model_a"], vote["model_b"]
@@ -71,5 +74,5 @@ def arena_preference_rows(
                 "annotator_weight": weights.get(username, math.nan),
                 "bt_margin": strength.get(chosen, math.nan) - strength.get(rejected, math.nan),
                 "question": question.key,
-                "created_at": added.get((answer.pk, k), answer.current_revision.created_at),
+                "created_at": added.get((answer.pk, k), current.created_at),
             }

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any, NamedTuple
 
@@ -104,12 +104,15 @@ def question_models(*, question: Question, votes: Iterable[Vote] = ()) -> list[s
     return sorted(models)
 
 
-def arena_weights(*, question: Question, annotator_ids: Iterable[int]) -> dict[int, float]:
+def arena_weights(*, question: Question, annotator_ids: Iterable[int]) -> dict[Hashable, float]:
     """Annotator id -> the weight of their votes: their reliability measured on the study's
     pairwise questions (:func:`apps.preferences.selectors.study_reliability_weights`), or
     :data:`UNMEASURED` (1) for an annotator who judged none."""
     measured = study_reliability_weights(study=question.study)
-    return {annotator: measured.get(annotator, UNMEASURED) for annotator in annotator_ids}
+    weights: dict[Hashable, float] = {}
+    for annotator in annotator_ids:
+        weights[annotator] = measured.get(annotator, UNMEASURED)
+    return weights
 
 
 def _pair(a: str, b: str) -> Pair:
@@ -322,18 +325,21 @@ def arena_results(
     prompts_total = len(arena_prompts(question=question))
     pairs_total = math.comb(len(models), 2)
     judged_pairs = Counter(_pair(v.model_a, v.model_b) for v in votes)
-    common = {
-        "n_votes": len(votes),
-        "n_prompts": len({vote.prompt for vote in votes}),
-        "n_prompts_total": prompts_total,
-        "annotators": annotators,
-        "weighted_votes": float(sum(weights[v.annotator] for v in votes)),
-        "pairs_judged": len(judged_pairs),
-        "pairs_total": pairs_total,
-        "fewest_pair_votes": min(judged_pairs.values(), default=0),
-    }
+    evidence = ArenaResults(
+        ranking=None,
+        rows=[],
+        unvoted=models,
+        n_votes=len(votes),
+        n_prompts=len({vote.prompt for vote in votes}),
+        n_prompts_total=prompts_total,
+        annotators=annotators,
+        weighted_votes=float(sum(weights[v.annotator] for v in votes)),
+        pairs_judged=len(judged_pairs),
+        pairs_total=pairs_total,
+        fewest_pair_votes=min(judged_pairs.values(), default=0),
+    )
     if not votes or len(models) < 2:
-        return ArenaResults(ranking=None, rows=[], unvoted=models, **common)
+        return evidence
     ranking = arena_ranking(votes, models=models, weights=weights, n_boot=n_boot, seed=SEED)
     tally: dict[str, Counter[str]] = {model: Counter() for model in models}
     prompts_of: dict[str, set[int]] = defaultdict(set)
@@ -381,10 +387,10 @@ def arena_results(
         fmt="{:+.2f}",
         unit="votes",
     )
-    return ArenaResults(
+    return replace(
+        evidence,
         ranking=ranking,
         rows=rows,
         unvoted=[m for m in models if m not in fitted],
         plot=plot,
-        **common,
     )

@@ -105,7 +105,7 @@ def arena_vote_record(
                     {"idempotency_key": "This key was already used for a different vote."}
                 )
             return replay, False
-        current = Revision.objects.filter(pk=annotation.current_revision_id).first()
+        current = annotation.current_revision
         earlier = votes_of(current.value) if current else []
         if any({v["model_a"], v["model_b"]} == {model_a, model_b} for v in earlier):
             raise ValidationError(

@@ -621,8 +621,8 @@ def question_scores(
     order = [item.pk for item in items]
     annotator_scores = [_count_scores_of(by_annotator[s.annotator_id]) for s in sessions]
     n_judgements = sum(len(j) for j in by_annotator.values())
-    weights: dict[Hashable, float] = dict(
-        session_weights(sessions=sessions, judgements=judgements)
+    weights = cast(
+        "dict[Hashable, float]", session_weights(sessions=sessions, judgements=judgements)
     )
     nan = np.full(len(order), np.nan)
     theta, se, alpha, se_exact = nan, nan, 0.0, True

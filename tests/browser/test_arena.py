@@ -43,8 +43,10 @@ def test_an_annotator_votes_by_keyboard_and_the_manager_sees_the_ranking(
     while page.locator("[data-compare-form]").count():
         a, b = shown_models(page)
         ticket = page.locator("input[name=ticket]").input_value()
-        key = "=" if {a, b} == {"bison", "camel"} else (
-            "ArrowLeft" if STRENGTH[a] > STRENGTH[b] else "ArrowRight"
+        key = (
+            "="
+            if {a, b} == {"bison", "camel"}
+            else ("ArrowLeft" if STRENGTH[a] > STRENGTH[b] else "ArrowRight")
         )
         page.keyboard.press(key)
         page.wait_for_function(WAIT_FOR_NEXT, arg=ticket)

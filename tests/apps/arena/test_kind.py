@@ -65,7 +65,8 @@ def test_jsonl_import_names_the_lines_of_prompts_with_fewer_than_two_responses()
         (4, "metadata"),
         (5, "metadata"),
     ]
-    assert "'helpful'" in errors[0].message and "has 1" in errors[0].message
+    assert "'helpful'" in errors[0].message
+    assert "has 1" in errors[0].message
     assert "missing" in errors[1].message
     assert "has 1" in errors[2].message  # an empty response does not count
     assert "must be an object" in errors[3].message

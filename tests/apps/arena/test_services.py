@@ -50,7 +50,8 @@ def test_a_resent_key_returns_the_first_revision_and_stores_nothing():
     key = uuid.uuid4()
     first, created = _vote(arena, user, item, key=key)
     again, created_again = _vote(arena, user, item, key=key)
-    assert created and not created_again
+    assert created
+    assert not created_again
     assert again.pk == first.pk
     assert Revision.objects.count() == 1
     with pytest.raises(ValidationError) as caught:
