@@ -174,3 +174,25 @@ def test_annotators_count_with_the_weight_measured_on_the_studys_pairwise_questi
     assert row.measured
     assert row.weight == pytest.approx(measured[noisy.username])
     assert row.weight < 1.0
+
+
+def test_an_exhausted_active_pair_falls_back_to_an_open_pair_of_the_annotator(monkeypatch):
+    from analytics.metrics.arena import PairChoice
+    from apps.arena import selectors
+
+    arena = make_arena_study(n_prompts=1, n_annotators=1)
+    user, item = arena.annotators[0], arena.items[0]
+    arena_vote_record(
+        question=arena.question,
+        annotator=user,
+        item_id=item.pk,
+        model_a="alpaca",
+        model_b="bison",
+        outcome=1,
+        idempotency_key=uuid.uuid4(),
+    )
+    wanted = PairChoice("alpaca", "bison", ("alpaca", "bison"), 0.4, 1.0, 0.9, False)
+    monkeypatch.setattr(selectors, "next_model_pair", lambda *args, **kwargs: wanted)
+    task = arena_state(question=arena.question, annotator=user).task
+    assert task.how == "fallback"
+    assert {task.model_a, task.model_b} != {"alpaca", "bison"}  # never asked twice

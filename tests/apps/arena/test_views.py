@@ -198,3 +198,30 @@ def test_the_home_page_links_the_annotator_to_the_arena(client):
     client.force_login(arena.manager)
     overview = client.get(reverse("studies:overview", args=[arena.study.pk])).content.decode()
     assert arena_url(arena, "results") in overview
+
+
+def test_the_studys_other_pages_take_an_arena_question(client):
+    """The dashboard, the question editor (with its preview), the item page and the quality
+    sweep meet an arena question with votes without failing."""
+    from analytics.pipeline import quality_sweep
+    from apps.annotations.models import Annotation
+    from apps.arena.kind import ARENA
+
+    arena = make_arena_study(n_prompts=1, n_annotators=1)
+    vote_all(arena.question, arena.annotators[0])
+    assert Annotation.objects.filter(analysis_pending=True).count() == 1  # the outbox row
+    assert ARENA.process(question_id=arena.question.pk) == 1
+    assert quality_sweep() == []  # nothing left waiting: the sweep does not come back to it
+    client.force_login(arena.manager)
+    study = arena.study.pk
+    pages = [
+        reverse("analytics:dashboard", args=[study]) + f"?question={arena.question.pk}",
+        reverse("studies:question_edit", args=[study, arena.question.pk]),
+        reverse("items:detail", args=[study, arena.items[0].pk]),
+        reverse("studies:overview", args=[study]),
+    ]
+    for url in pages:
+        assert client.get(url).status_code == 200, url
+    editor = client.get(pages[1]).content.decode()
+    assert "Places to settle" in editor  # the settings form
+    assert ">Tie<" in editor  # the preview's buttons
