@@ -91,9 +91,6 @@ class ArenaKind(QuestionKind):
             'metadata "responses": {model name: text}); they are never shown.'
         )
 
-    def preview_context(self, *, question: Question, labels: list[Label]) -> dict[str, Any]:
-        return {}
-
     def progress(self, *, question: Question, annotator: Account) -> dict[str, int]:
         return arena_progress(question=question, annotator=annotator)
 

@@ -3,6 +3,7 @@ results page's figures, the downloads."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import uuid
@@ -225,3 +226,24 @@ def test_the_studys_other_pages_take_an_arena_question(client):
     editor = client.get(pages[1]).content.decode()
     assert "Places to settle" in editor  # the settings form
     assert ">Tie<" in editor  # the preview's buttons
+
+
+def test_the_hugging_face_dataset_holds_the_arena_votes_as_preference_pairs(tmp_path):
+    import zipfile
+
+    import pyarrow.parquet as pq
+
+    from apps.exchange.huggingface import dataset_zip
+
+    arena = make_arena_study(n_prompts=2, n_annotators=1)
+    vote_all(arena.question, arena.annotators[0], answer=tie_bison_camel)
+    stream = io.BytesIO()
+    record = dataset_zip(study=arena.study, stream=stream)
+    with zipfile.ZipFile(stream) as archive:
+        archive.extractall(tmp_path)
+    table = pq.read_table(tmp_path / "data" / f"{arena.question.key}.parquet").to_pylist()
+    assert len(table) == 12  # every vote, the 2 ties flagged
+    assert sum(row["tie"] for row in table) == 2
+    assert list(table[0]) == [column.name for column in PREFERENCE_SCHEMA]
+    (summary,) = record["questions"]
+    assert summary["kind"] == "arena"
