@@ -17,6 +17,7 @@ from itertools import combinations
 from typing import Any, NamedTuple
 
 import numpy as np
+from django.core.exceptions import ValidationError
 
 from analytics.metrics.arena import ArenaRanking, arena_ranking, next_model_pair
 from analytics.plotting import interval_plot
@@ -226,7 +227,7 @@ def arena_progress(*, question: Question, annotator: Account) -> dict[str, int]:
     pair chosen: no fit)."""
     try:
         settings = clean_arena_settings(question.settings)
-    except Exception:  # a mistyped setting: the page says so; the home card counts nothing
+    except ValidationError:  # a mistyped setting: the page says so; the home card counts nothing
         return {"done": 0, "total": 0, "percent": 0}
     mine = question_votes(question=question, annotator=annotator)
     available = _open_pairs(arena_prompts(question=question, annotator=annotator), mine)

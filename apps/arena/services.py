@@ -11,8 +11,8 @@ from django.db import transaction
 from apps.annotations.models import Annotation, Revision
 from apps.annotations.selectors import assignments_to_answer
 from apps.annotations.services import annotations_submit, assignment_check_annotator
-from apps.arena.models import OUTCOMES, VOTES, item_responses
-from apps.arena.selectors import KIND, votes_of
+from apps.arena.models import OUTCOMES, VOTES, clean_arena_settings, item_responses
+from apps.arena.selectors import KIND, question_votes, votes_of
 from apps.studies.models import Question
 from apps.studies.selectors import question_covers
 from core.limits import time_spent_check
@@ -58,8 +58,9 @@ def arena_vote_record(
     ------
     ValidationError
         An unknown model, the same model twice, an outcome outside {1, 0, -1}, a pair this
-        annotator already judged on this prompt, a key reused for another vote, a prompt the
-        question does not ask about, a closed study.
+        annotator already judged on this prompt, a vote beyond the question's ``budget``, a
+        key reused for another vote, a prompt the question does not ask about, a closed
+        study.
     PermissionDenied
         A prompt not assigned to the annotator, or anyone but the study's annotators.
 
@@ -91,6 +92,9 @@ def arena_vote_record(
     if model_a == model_b:
         raise ValidationError({"model_b": "Give two different models."})
     time_spent_check(time_spent_ms)
+    budget = clean_arena_settings(question.settings).budget
+    if budget and len(question_votes(question=question, annotator=annotator)) >= budget:
+        raise ValidationError({"outcome": f"You have made the {budget} votes asked of you."})
     vote: dict[str, Any] = {"model_a": model_a, "model_b": model_b, "outcome": int(outcome)}
     with transaction.atomic():
         annotation = locked_get_or_create(

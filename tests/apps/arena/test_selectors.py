@@ -8,6 +8,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from django.core.exceptions import ValidationError
 
 from analytics.metrics.arena import arena_ranking, next_model_pair
 from apps.arena.selectors import (
@@ -108,6 +109,16 @@ def test_the_budget_caps_an_annotators_votes():
     arena = make_arena_study(n_prompts=3, n_annotators=1, settings={"budget": 5})
     user = arena.annotators[0]
     assert vote_all(arena.question, user) == 5
+    with pytest.raises(ValidationError, match="5 votes asked"):  # not by the API either
+        arena_vote_record(
+            question=arena.question,
+            annotator=user,
+            item_id=arena.items[2].pk,
+            model_a="camel",
+            model_b="dingo",
+            outcome=1,
+            idempotency_key=uuid.uuid4(),
+        )
     assert arena_progress(question=arena.question, annotator=user) == {
         "done": 5,
         "total": 5,
