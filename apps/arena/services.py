@@ -92,9 +92,6 @@ def arena_vote_record(
     if model_a == model_b:
         raise ValidationError({"model_b": "Give two different models."})
     time_spent_check(time_spent_ms)
-    budget = clean_arena_settings(question.settings).budget
-    if budget and len(question_votes(question=question, annotator=annotator)) >= budget:
-        raise ValidationError({"outcome": f"You have made the {budget} votes asked of you."})
     vote: dict[str, Any] = {"model_a": model_a, "model_b": model_b, "outcome": int(outcome)}
     with transaction.atomic():
         annotation = locked_get_or_create(
@@ -109,6 +106,9 @@ def arena_vote_record(
                     {"idempotency_key": "This key was already used for a different vote."}
                 )
             return replay, False
+        budget = clean_arena_settings(question.settings).budget
+        if budget and len(question_votes(question=question, annotator=annotator)) >= budget:
+            raise ValidationError({"outcome": f"You have made the {budget} votes asked of you."})
         current = annotation.current_revision
         earlier = votes_of(current.value) if current else []
         if any({v["model_a"], v["model_b"]} == {model_a, model_b} for v in earlier):

@@ -108,7 +108,17 @@ def test_active_sampling_spends_more_votes_on_the_close_pair_than_uniform_does()
 def test_the_budget_caps_an_annotators_votes():
     arena = make_arena_study(n_prompts=3, n_annotators=1, settings={"budget": 5})
     user = arena.annotators[0]
-    assert vote_all(arena.question, user) == 5
+    key = uuid.uuid4()
+    task = arena_state(question=arena.question, annotator=user).task
+    last = {"item_id": task.item.pk, "model_a": task.model_a, "model_b": task.model_b}
+    arena_vote_record(
+        question=arena.question, annotator=user, outcome=1, idempotency_key=key, **last
+    )
+    assert vote_all(arena.question, user) == 4
+    # the first vote resent after the budget is spent is still a replay, not a refusal
+    arena_vote_record(
+        question=arena.question, annotator=user, outcome=1, idempotency_key=key, **last
+    )
     with pytest.raises(ValidationError, match="5 votes asked"):  # not by the API either
         arena_vote_record(
             question=arena.question,
