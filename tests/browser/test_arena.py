@@ -73,3 +73,23 @@ def test_an_annotator_votes_by_keyboard_and_the_manager_sees_the_ranking(
     expect(manager.locator("[data-votes]")).to_have_text("12")
     expect(manager.locator("svg.interval-plot circle")).to_have_count(4)
     screenshot(manager, "arena-results")
+
+
+def test_the_arena_pages_fit_a_phone(open_page, sign_in, screenshot):
+    arena = make_arena_study(n_prompts=1, n_annotators=1)
+    (annotator,) = arena.annotators
+    phone = {"width": 390, "height": 844}
+    page = open_page(viewport=phone)
+    sign_in(page, annotator.username)
+    page.goto(f"/studies/{arena.study.pk}/arena/{arena.question.key}/")
+    page.keyboard.press("ArrowLeft")
+    expect(page.locator(".progress__text")).to_contain_text("1 of 6")
+    fits = "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    assert page.evaluate(fits)
+    screenshot(page, "arena-vote-phone")
+    manager = open_page(viewport=phone)
+    sign_in(manager, arena.manager.username)
+    manager.goto(f"/studies/{arena.study.pk}/arena/{arena.question.key}/results/")
+    expect(manager.locator("table[data-ranking] tbody tr")).to_have_count(2)  # the voted pair
+    assert manager.evaluate(fits)
+    screenshot(manager, "arena-results-phone")
