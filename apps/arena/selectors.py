@@ -176,9 +176,7 @@ def _counts(available: Mapping[Pair, list[int]], budget: int, done: int) -> tupl
     return n_open, min(total, budget) if budget else total
 
 
-def arena_state(
-    *, question: Question, annotator: Account, settings: ArenaSettings | None = None
-) -> ArenaState:
+def arena_state(*, question: Question, annotator: Account) -> ArenaState:
     """The annotator's next pair of an arena question and their progress.
 
     The pair of models: with ``sampling="active"`` the one
@@ -191,7 +189,7 @@ def arena_state(
     the sides at random. A (prompt, pair) is never asked twice of one annotator. The draws
     are seeded by question, annotator and their votes so far: a reload shows the same pair.
     """
-    settings = settings or clean_arena_settings(question.settings)
+    settings = clean_arena_settings(question.settings)
     votes = question_votes(question=question)
     mine = [vote for vote in votes if vote.annotator == annotator.pk]
     prompts = arena_prompts(question=question, annotator=annotator)
@@ -230,10 +228,9 @@ def arena_progress(*, question: Question, annotator: Account) -> dict[str, int]:
     except ValidationError:  # a mistyped setting: the page says so; the home card counts nothing
         return {"done": 0, "total": 0, "percent": 0}
     mine = question_votes(question=question, annotator=annotator)
-    available = _open_pairs(arena_prompts(question=question, annotator=annotator), mine)
-    _, total = _counts(available, settings.budget, len(mine))
-    done = len(mine)
-    return {"done": done, "total": total, "percent": round(100 * done / total) if total else 0}
+    prompts = arena_prompts(question=question, annotator=annotator)
+    _, total = _counts(_open_pairs(prompts, mine), settings.budget, len(mine))
+    return ArenaState(settings, None, len(mine), total, len(prompts)).progress
 
 
 # ----------------------------------------------------------------- results
