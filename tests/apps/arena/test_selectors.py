@@ -76,33 +76,38 @@ def test_the_active_pair_is_the_one_next_model_pair_chooses_on_the_fewest_voted_
     )
 
 
-def test_active_sampling_spends_more_votes_on_the_close_pair_than_uniform_does():
-    """bison and camel are close (0.4 apart); the rest far. Active sampling asks bison vs camel
-    more often than the uniform option, whose pairs are spread evenly."""
-    asked = {}
+def test_active_sampling_aims_at_the_close_pair_and_uniform_ignores_the_ranking():
+    """bison and camel are close (0.2 apart), the rest far (3 apart); votes follow
+    Bradley-Terry. After 48 votes, the order active sampling is settling is bison vs camel, and
+    every pair came from next_model_pair (or its fallback); the uniform option draws every
+    pair at random."""
+    strength = {"alpaca": 3.0, "bison": 0.2, "camel": 0.0, "dingo": -3.0}
     for sampling in ("active", "uniform"):
-        arena = make_arena_study(n_prompts=10, n_annotators=1, settings={"sampling": sampling})
+        arena = make_arena_study(n_prompts=20, n_annotators=1, settings={"sampling": sampling})
         user = arena.annotators[0]
+        rng = np.random.default_rng(7)
         hows = Counter()
-        for _ in range(24):
+        for _ in range(48):
             task = arena_state(question=arena.question, annotator=user).task
             hows[task.how] += 1
+            p_a = 1 / (1 + math.exp(strength[task.model_b] - strength[task.model_a]))
             arena_vote_record(
                 question=arena.question,
                 annotator=user,
                 item_id=task.item.pk,
                 model_a=task.model_a,
                 model_b=task.model_b,
-                outcome=truthful(task.model_a, task.model_b),
+                outcome=1 if rng.random() < p_a else -1,
                 idempotency_key=uuid.uuid4(),
             )
-        votes = question_votes(question=arena.question)
-        asked[sampling] = sum(_pair(v) == {"bison", "camel"} for v in votes)
         if sampling == "uniform":
             assert set(hows) == {"uniform"}
-        else:
-            assert "uniform" not in hows
-    assert asked["active"] > asked["uniform"]
+            continue
+        assert set(hows) <= {"active", "explored", "fallback"}
+        assert hows["active"] > hows["explored"] + hows["fallback"]
+        votes = question_votes(question=arena.question)
+        choice = next_model_pair(votes, models=sorted(MODELS), weights={user.pk: 1.0})
+        assert set(choice.target) == {"bison", "camel"}
 
 
 def test_the_budget_caps_an_annotators_votes():
