@@ -28,6 +28,8 @@ def figure_guide() -> str:
         "",
     ]
     for kind in question_kinds().values():
+        if not (kind.study_figures or kind.indicators or kind.card_figures):
+            continue  # a kind without dashboard figures (the model arena: its results page)
         lines += [f"### {kind.label}", ""]
         for figure in kind.study_figures:
             lines.append(f"- **{figure.label}** (whole question): {figure.explanation}")

@@ -9,6 +9,7 @@ from rest_framework.routers import DefaultRouter
 from apps.accounts.api.views import InvitationViewSet, TokenViewSet
 from apps.adjudication.api.views import AggregatedLabelsViewSet
 from apps.annotations.api.views import AnnotationViewSet, StudyAnnotationViewSet
+from apps.arena.api.views import StudyArenaViewSet
 from apps.continuous.api.views import TraceViewSet
 from apps.items.api.views import ItemViewSet
 from apps.models_registry.api.views import ModelEndpointViewSet, ModelRunViewSet
@@ -29,6 +30,7 @@ router.register(f"{IN_STUDY}/invitations", InvitationViewSet, basename="study-in
 router.register("annotations", AnnotationViewSet, basename="annotation")
 router.register(f"{IN_STUDY}/pairs", StudyPairViewSet, basename="study-pair")
 router.register("judgements", JudgementViewSet, basename="judgement")
+router.register(f"{IN_STUDY}/arena", StudyArenaViewSet, basename="study-arena")
 router.register(f"{IN_STUDY}/traces", TraceViewSet, basename="study-trace")
 router.register(f"{IN_STUDY}/model-runs", ModelRunViewSet, basename="study-model-run")
 router.register(

@@ -117,6 +117,7 @@ INSTALLED_APPS = [
     "apps.annotations",
     "apps.categorical",
     "apps.preferences",
+    "apps.arena",
     "apps.continuous",
     "analytics",
     "apps.adjudication",
@@ -405,6 +406,7 @@ QUESTION_KINDS = [
     "apps.categorical.kind.CATEGORICAL",
     "apps.continuous.kind.CONTINUOUS",
     "apps.preferences.kind.PAIRWISE",
+    "apps.arena.kind.ARENA",
 ]
 
 # The quality settings below are read once per use into analytics.config.QualityConfig.

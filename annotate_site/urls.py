@@ -19,6 +19,7 @@ urlpatterns = [
     path("", include("apps.studies.urls")),
     path("", include("apps.annotations.urls")),
     path("", include("apps.preferences.urls")),
+    path("", include("apps.arena.urls")),
     path("", include("apps.continuous.urls")),
     path("", include("apps.items.urls")),
     path("", include("apps.accounts.urls")),

@@ -40,6 +40,8 @@ from django.utils import timezone
 from analytics.metrics.intervals import item_bootstrap_seed, rows_agreement
 from analytics.selectors import excluded_annotator_ids
 from apps.annotations.exporting import annotation_export_rows, provenance
+from apps.arena.exporting import arena_preference_rows
+from apps.arena.selectors import arena_results
 from apps.continuous.exporting import TRACE_SCHEMA, trace_rows
 from apps.continuous.quality import trace_study_figures
 from apps.continuous.selectors import current_traces
@@ -273,6 +275,17 @@ def _question_table(
         rows = _noting_annotators(trace_rows(recordings, name=name), summary)
         summary["curated_traces"] = _trace_figures(question, left_out=left_out)
         return _Table(question.key, TRACE_SCHEMA, hf_features(TRACE_SCHEMA), rows, summary)
+    if question.kind == Question.Kind.ARENA:  # its votes as preference pairs, ties kept
+        found = arena_results(question=question, left_out=left_out, n_boot=0)
+        rows = _noting_annotators(
+            arena_preference_rows(
+                question=question, results=found, name=name, left_out=left_out, ties=True
+            ),
+            summary,
+        )
+        return _Table(
+            question.key, PREFERENCE_SCHEMA, hf_features(PREFERENCE_SCHEMA), rows, summary
+        )
     rows = _noting_annotators(
         judgement_rows(question=question, name=name, left_out=left_out), summary
     )

@@ -32,7 +32,9 @@ from apps.exchange.formats import TooLargeError, read_parquet
 from apps.items.media import stimulus_file
 from apps.items.models import Item
 from apps.recruitment.gold import GOLD_COLUMNS, GoldSpec, gold_questions, gold_read
+from apps.studies.kinds import question_kind
 from apps.studies.models import Question, Study
+from apps.studies.selectors import covering_questions
 from core.limits import MAX_LINE_CHARS
 
 FORMATS = ("csv", "jsonl", "parquet")
@@ -131,6 +133,7 @@ def clean_rows(
     rows = iter(rows)
     truncated = False
     questions = gold_questions(study=study)
+    every_question = list(study.questions.order_by("position", "id"))
     while batch := list(itertools.islice(rows, BATCH_SIZE)):
         ids = [_external_id(row.data) for row in batch]
         existing = {
@@ -153,6 +156,8 @@ def clean_rows(
             if not row_errors:
                 row_errors = _apply_row(item, row, files=files)
                 row_errors += _read_gold(row, external_id, questions=questions, into=gold)
+                if not row_errors:
+                    row_errors = _kind_problems(row, item, questions=every_question)
             errors += row_errors
             if item.pk is None:
                 new.append(item)
@@ -202,6 +207,17 @@ def _read_gold(
     if specs:
         into[external_id] = specs
     return []
+
+
+def _kind_problems(row: RawRow, item: Item, *, questions: list[Question]) -> list[RowError]:
+    """What the kinds of the questions that apply to ``item`` find wrong with it
+    (:meth:`~apps.studies.kinds.QuestionKind.item_problems`: an arena prompt without two
+    model responses)."""
+    return [
+        RowError(row.line, name, message)
+        for question in covering_questions(questions, item)
+        for name, message in question_kind(question.kind).item_problems(question, item).items()
+    ]
 
 
 def _apply_row(item: Item, row: RawRow, *, files: Mapping[str, File]) -> list[RowError]:

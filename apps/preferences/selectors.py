@@ -560,6 +560,40 @@ def _count_scores_of(judged: Sequence[tuple[int, int, int]]) -> AnnotatorScores:
     }
 
 
+def session_weights(
+    *, sessions: Sequence[PairSession], judgements: Mapping[int, Sequence[JudgementRow]]
+) -> dict[int, float]:
+    """Annotator id -> how much their judgements count in a pooled fit: the
+    :func:`~analytics.metrics.preferences.reliability_weight` of the error rate their
+    scheduler measured (:func:`annotator_figures`), for each of ``sessions``.
+
+    The one definition of an annotator's weight: the pairwise scores and the model arena's
+    ranking (:func:`apps.arena.selectors.arena_weights`) both take it from here.
+    """
+    return {
+        session.annotator_id: reliability_weight(
+            annotator_figures(
+                session=session, judgements=judgements.get(session.annotator_id, [])
+            ).error_rate
+        )
+        for session in sessions
+    }
+
+
+def study_reliability_weights(*, study: Study) -> dict[int, float]:
+    """Annotator id -> their weight measured on the study's pairwise questions
+    (:func:`session_weights`; the mean over the questions they judged, when several).
+    Annotators without a pairwise session are not in it (their reliability is unmeasured)."""
+    measured: dict[int, list[float]] = defaultdict(list)
+    for question in pairwise_questions(study=study):
+        found = session_weights(
+            sessions=_sessions(question), judgements=question_judgements(question=question)
+        )
+        for annotator, weight in found.items():
+            measured[annotator].append(weight)
+    return {annotator: float(np.mean(w)) for annotator, w in measured.items()}
+
+
 def question_scores(
     *, question: Question, judgements: Mapping[int, Sequence[JudgementRow]] | None = None
 ) -> QuestionScores:
@@ -587,14 +621,9 @@ def question_scores(
     order = [item.pk for item in items]
     annotator_scores = [_count_scores_of(by_annotator[s.annotator_id]) for s in sessions]
     n_judgements = sum(len(j) for j in by_annotator.values())
-    weights: dict[Hashable, float] = {
-        session.annotator_id: reliability_weight(
-            annotator_figures(
-                session=session, judgements=judgements.get(session.annotator_id, [])
-            ).error_rate
-        )
-        for session in sessions
-    }
+    weights = cast(
+        "dict[Hashable, float]", session_weights(sessions=sessions, judgements=judgements)
+    )
     nan = np.full(len(order), np.nan)
     theta, se, alpha, se_exact = nan, nan, 0.0, True
     if any(weights[a] > 0 and judged for a, judged in by_annotator.items()):

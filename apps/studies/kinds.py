@@ -162,6 +162,12 @@ class QuestionKind:
         keep their meaning). The default counts its ``Annotation`` rows."""
         return question.annotations.exists()
 
+    def item_problems(self, question: Question, item: Item) -> dict[str, str]:
+        """What makes ``item`` (unsaved: an imported row) unfit for ``question``, which applies
+        to it (field -> message; the import refuses the row with its line number). The default
+        finds nothing."""
+        return {}
+
     def preview_context(self, *, question: Question, labels: list[Label]) -> dict[str, Any]:
         """Context of :attr:`preview_template` for an unsaved ``question`` (settings complete)
         and its ``labels`` (unsaved, in scale order)."""

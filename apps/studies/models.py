@@ -89,6 +89,7 @@ class Question(models.Model):
         CATEGORICAL = "categorical", "Categorical labels"
         CONTINUOUS = "continuous", "Continuous slider trace"
         PAIRWISE = "pairwise", "Pairwise preference"
+        ARENA = "arena", "Model arena"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="questions")
     key = models.SlugField(

@@ -357,6 +357,17 @@ def pairwise_study(ctx: DemoContext) -> str:
     )
 
 
+def arena_study(ctx: DemoContext) -> str:
+    """A running model arena (three models, six prompts), from apps.arena.
+
+    ann2 votes carefully and ann3 half at random; ann1 is left to try the arena page.
+    """
+    from apps.demo.arena import load_arena_demo
+
+    order = ("ann2", "ann3", "ann1")
+    return load_arena_demo(manager=ctx.manager, annotators=[ctx.annotators[name] for name in order])
+
+
 def continuous_study(ctx: DemoContext) -> str:
     """A running slider-trace study with the shades-of-green calibration stimulus, from
     apps.continuous, pre-filled with the ten real annotators when the data set is there."""
@@ -374,7 +385,13 @@ def continuous_study(ctx: DemoContext) -> str:
     return f"{study.name!r} ({traced}): traces at /studies/{study.pk}/traces/{QUESTION_KEY}/"
 
 
-BUILDERS: list[Builder] = [emotions_study, rzhetsky_study, pairwise_study, continuous_study]
+BUILDERS: list[Builder] = [
+    emotions_study,
+    rzhetsky_study,
+    pairwise_study,
+    arena_study,
+    continuous_study,
+]
 
 
 class Command(BaseCommand):
