@@ -409,5 +409,10 @@ def model_runs_recompute(*, question_id: int) -> int:
 
 @transaction.atomic
 def model_run_delete(*, run: ModelRun) -> None:
-    """Delete a run with its predictions, vectors and evaluations (the leaderboard forgets it)."""
+    """Delete a run with its predictions, vectors and evaluations (the leaderboard forgets it;
+    a queue ordered by its uncertainty falls back to the natural order)."""
+    from apps.annotations.ordering import queue_order_follow
+
+    study_id = run.study_id
     run.delete()
+    queue_order_follow(study_id=study_id, mode="uncertainty")
