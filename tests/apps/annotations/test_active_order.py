@@ -20,7 +20,7 @@ from apps.annotations.services import assignment_skip
 from apps.models_registry.models import ItemPrediction, ModelRun
 from apps.models_registry.services import model_run_delete
 from apps.studies.services import question_update
-from tests.factories import categorical_question, running_study
+from tests.factories import SENTIMENT_LABELS, categorical_question, running_study
 from tests.query_plans import sorted_reads
 
 pytestmark = pytest.mark.django_db
@@ -163,7 +163,7 @@ def test_without_probabilities_the_queue_falls_back_to_natural_order(
 def test_without_a_forecast_the_disagreement_order_falls_back(
     setup, django_capture_on_commit_callbacks
 ):
-    study, question, (annotator, _), _, _ = setup
+    study, question, (_annotator, _), _, _ = setup
     _order(question, django_capture_on_commit_callbacks, queue_order="disagreement")
     state = QueueOrder.objects.get(study=study)
     assert state.mode == "natural"
@@ -173,7 +173,7 @@ def test_without_a_forecast_the_disagreement_order_falls_back(
 def test_deleting_the_run_or_the_setting_restores_the_natural_order(
     setup, django_capture_on_commit_callbacks
 ):
-    study, question, (annotator, other), run, _ = setup
+    study, question, (_annotator, _other), run, _ = setup
     natural = dict(Assignment.objects.values_list("pk", "position"))
     _order(
         question,
@@ -187,7 +187,8 @@ def test_deleting_the_run_or_the_setting_restores_the_natural_order(
     assert dict(Assignment.objects.values_list("pk", "position")) == natural
     assert not Assignment.objects.filter(natural_position__isnull=False).exists()
     state = QueueOrder.objects.get(study=study)
-    assert state.mode == "natural" and "no longer exists" in state.fallback
+    assert state.mode == "natural"
+    assert "no longer exists" in state.fallback
     _order(question, django_capture_on_commit_callbacks)  # the setting removed
     assert QueueOrder.objects.get(study=study).asked == "natural"
 
@@ -195,7 +196,7 @@ def test_deleting_the_run_or_the_setting_restores_the_natural_order(
 def test_skipped_items_stay_last_and_repeats_and_packages_keep_their_places(
     setup, django_capture_on_commit_callbacks
 ):
-    study, question, (annotator, _), run, probabilities = setup
+    study, question, (annotator, _), run, _probabilities = setup
     repeat = Assignment.objects.filter(annotator=annotator).order_by("position").first()
     Assignment.objects.create(
         study=study, item=repeat.item, annotator=annotator, round=2, position=repeat.position + 5
@@ -350,7 +351,8 @@ def test_the_api_sets_the_order_and_answers_400_with_field_messages(
     response = client.patch(url, bad, format="json")
     assert response.status_code == 400
     body = response.json()
-    assert "queue_order_run" in str(body) and "queue_order_natural_share" in str(body)
+    assert "queue_order_run" in str(body)
+    assert "queue_order_natural_share" in str(body)
     good = {"settings": {"queue_order": "uncertainty", "queue_order_run": run.pk}}
     with django_capture_on_commit_callbacks(execute=True):
         response = client.patch(url, good, format="json")
@@ -384,3 +386,43 @@ def test_the_manager_sees_the_order_in_force_and_annotators_do_not(
     assert "kept in natural order, drawn at random" in page
     client.force_login(annotator)
     assert client.get(url).status_code in (403, 404)
+
+
+def test_the_question_editor_sets_the_order_and_names_problems_at_their_fields(
+    setup, client, django_capture_on_commit_callbacks
+):
+    from tests.apps.studies.test_question_editor import field_errors, page, posted
+
+    study, question, _, run, _ = setup
+    client.force_login(study.created_by)
+    editor = client.get(page(study, question)).content.decode()
+    assert 'name="settings-queue_order"' in editor
+    assert "Share kept in natural order" in editor
+    rows = [
+        {name: str(label[name]) for name in ("key", "name", "shortcut", "valence", "arousal")}
+        for label in SENTIMENT_LABELS
+    ]  # the scale as it is (a label removed would take its predictions with it)
+    base = posted(key="sentiment", rows=rows) | {"settings-queue_order_natural_share": "0.2"}
+    bad = base | {"settings-queue_order": "uncertainty", "settings-queue_order_natural_share": "2"}
+    response = client.post(page(study, question), bad)
+    assert response.status_code == 422
+    assert "0.95" in field_errors(response, "settings-queue_order_natural_share")
+    response = client.post(page(study, question), base | {"settings-queue_order": "uncertainty"})
+    assert response.status_code == 422
+    assert "needs the id of a model run" in field_errors(response, "settings-queue_order_run")
+    good = base | {"settings-queue_order": "uncertainty", "settings-queue_order_run": str(run.pk)}
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.post(page(study, question), good).status_code == 302
+    question.refresh_from_db()
+    assert question.settings == {
+        "queue_order": "uncertainty",
+        "queue_order_run": run.pk,
+        "queue_order_natural_share": 0.2,
+    }
+    assert QueueOrder.objects.get(study=study).mode == "uncertainty"
+    with django_capture_on_commit_callbacks(execute=True):  # back to natural: the default share
+        assert client.post(page(study, question), base).status_code == 302
+    question.refresh_from_db()
+    assert question.settings == {}
+    assert QueueOrder.objects.get(study=study).mode == "natural"
+    assert not Assignment.objects.filter(natural_position__isnull=False).exists()
