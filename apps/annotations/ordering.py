@@ -222,19 +222,19 @@ def item_scores(asked: OrderAsked) -> tuple[NDArray[np.int64], NDArray[np.float6
     in_scope = Q(item__in=question_items(question).values("pk"))
     empty = (np.empty(0, dtype=np.int64), np.empty(0))
     if asked.mode == Mode.DISAGREEMENT:
-        rows = list(
+        forecast = list(
             PredictedDisagreement.objects.filter(in_scope, forecast__question=question)
             .order_by("item_id")
             .values_list("item_id", "value")
         )
-        if not rows:
+        if not forecast:
             return (
                 *empty,
                 "no disagreement forecast yet (it trains once enough items have two answers)",
             )
-        ids, values = zip(*rows, strict=True)
-        return np.asarray(ids, dtype=np.int64), np.asarray(values, dtype=np.float64), ""
-    run = ModelRun.objects.filter(pk=asked.run_id, question=question).first()
+        item_ids, values = zip(*forecast, strict=True)
+        return np.asarray(item_ids, dtype=np.int64), np.asarray(values, dtype=np.float64), ""
+    run = ModelRun.objects.filter(pk=asked.run_id or 0, question=question).first()
     if run is None:
         return (*empty, f"model run {asked.run_id} no longer exists")
     rows = list(
@@ -246,7 +246,7 @@ def item_scores(asked: OrderAsked) -> tuple[NDArray[np.int64], NDArray[np.float6
         return (*empty, f"model run {run} has no label probabilities yet")
     keys = list(question.labels.order_by("position", "id").values_list("key", flat=True))
     ids = np.fromiter((item_id for item_id, _ in rows), dtype=np.int64, count=len(rows))
-    matrix = np.array([[p.get(key, 0.0) for key in keys] for _, p in rows], dtype=np.float64)
+    matrix = np.array([[(p or {}).get(key, 0.0) for key in keys] for _, p in rows], np.float64)
     return ids, label_entropy(matrix), ""
 
 

@@ -156,9 +156,8 @@ def model_run_register(
         value = label_value(axes)
     per_item = not traces and predicts_per_item(predictions.stream, fmt=predictions.fmt)
     try:
-        if per_item:
-            required = ITEM_PREDICTION_FIELDS
-        else:
+        required: tuple[str, ...] = ITEM_PREDICTION_FIELDS
+        if not per_item:
             required = TRACE_FIELDS if traces else PREDICTION_FIELDS
         rows = read_rows(
             predictions.stream, fmt=predictions.fmt, required=required, max_rows=axes.max_rows
