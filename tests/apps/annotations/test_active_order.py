@@ -426,3 +426,41 @@ def test_the_question_editor_sets_the_order_and_names_problems_at_their_fields(
     assert question.settings == {}
     assert QueueOrder.objects.get(study=study).mode == "natural"
     assert not Assignment.objects.filter(natural_position__isnull=False).exists()
+
+
+def test_inputs_ask_again_only_for_the_order_they_feed(setup, django_capture_on_commit_callbacks):
+    from apps.annotations.ordering import queue_order_follow
+
+    study, question, _, run, _ = setup
+    assert not queue_order_follow(study_id=study.pk)  # nothing asked: no request
+    assert not QueueOrder.objects.exists()
+    _order(
+        question,
+        django_capture_on_commit_callbacks,
+        queue_order="uncertainty",
+        queue_order_run=run.pk,
+    )
+    with django_capture_on_commit_callbacks(execute=False) as scheduled:
+        assert not queue_order_follow(study_id=study.pk, mode="disagreement")  # a new forecast
+        assert queue_order_follow(study_id=study.pk, mode="uncertainty")  # a run's rows
+    assert len(scheduled) == 1
+    assert QueueOrder.objects.get(study=study).requested_at is not None
+
+
+def test_the_sweep_applies_an_order_left_waiting(setup, settings):
+    """The worker mode: nothing runs after the commit; the sweep finds the outbox."""
+    from apps.annotations.ordering import queue_orders_sweep
+
+    settings.QUALITY_UPDATES = "worker"
+    study, question, (annotator, _), run, probabilities = setup
+    question_update(
+        question=question, settings={"queue_order": "uncertainty", "queue_order_run": run.pk}
+    )
+    assert QueueOrder.objects.get(study=study).applied_at is None  # asked, not applied
+    assert queue_orders_sweep() == [study.pk]
+    state = QueueOrder.objects.get(study=study)
+    assert state.requested_at is None
+    assert state.mode == "uncertainty"
+    assert queue_orders_sweep() == []
+    entropy = {item: float(scipy_entropy(p)) for item, p in probabilities.items()}
+    assert _served(study, annotator) == _expected(study, question, entropy)
