@@ -31,8 +31,11 @@ checks placed in it, is the package's), round-2 repeats (test-retest keeps its g
 without a score (they keep their natural place) and answered assignments.
 
 **When.** :func:`queue_order_request` (an outbox row, :class:`~apps.annotations.models.
-QueueOrder`, then the pipeline's job mechanism) after the question's settings change, a run's
-item predictions are written, the forecast is retrained, or a fill adds assignments;
+QueueOrder`, then the pipeline's job mechanism) after the question's order settings or scope
+change; :func:`queue_order_follow` (only if the study asks for an active order) after a fill
+adds assignments, a run is deleted, the forecast is retrained, and by any writer of
+:class:`~apps.models_registry.models.ItemPrediction` rows into an existing run (a model
+endpoint): a new run's upload needs none, as no question can name a run before it exists.
 :func:`queue_orders_sweep` catches requests left waiting (the ``worker`` mode).
 """
 
