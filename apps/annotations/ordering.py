@@ -27,8 +27,9 @@ the forecast need all its answers), and the two arms are disjoint sets of items 
 can be compared as they come in (docs/active_ordering.md).
 
 **Not reordered:** recruited participants' work packages (their order, with the attention
-checks placed in it, is the package's), round-2 repeats (test-retest keeps its gap), items
-without a score (they keep their natural place) and answered assignments.
+checks placed in it, is the package's), items without a score (they keep their natural place)
+and answered assignments. A round-2 repeat moves with its first-round assignment, keeping the
+gap the fill put between them (a retest never comes before its test).
 
 **When.** :func:`queue_order_request` (an outbox row, :class:`~apps.annotations.models.
 QueueOrder`, then the pipeline's job mechanism) after the question's order settings or scope
@@ -349,6 +350,7 @@ def queue_order_apply(*, study_id: int) -> QueueOrder | None:
         places = a[np.lexsort((pk[a], round_[a], natural[a], annotator[a]))]
         ranked = a[np.lexsort((pk[a], natural[a], -score[a], annotator[a]))]
         target[ranked] = natural[places]  # each annotator's places, best score first
+        _repeats_follow(target, natural, annotator=annotator, item=item, round_=round_, first=a)
     changed = np.flatnonzero((target != position) | ((target != natural) != moved))
     Assignment.objects.bulk_update(
         [
@@ -382,6 +384,32 @@ def queue_order_apply(*, study_id: int) -> QueueOrder | None:
         QueueOrder.objects.filter(pk=state.pk, requested_at=seen).update(requested_at=None)
         state.refresh_from_db(fields=["requested_at"])
     return state
+
+
+def _repeats_follow(
+    target: NDArray[np.int64],
+    natural: NDArray[np.int64],
+    *,
+    annotator: NDArray[np.int64],
+    item: NDArray[np.int64],
+    round_: NDArray[np.int64],
+    first: NDArray[np.intp],
+) -> None:
+    """Move each open round-2 repeat with its reordered first-round assignment (``first``),
+    keeping the gap the fill put between them, so a retest never comes before its test."""
+    repeats = np.flatnonzero(round_ == 2)
+    if not repeats.size:
+        return
+    span = int(item.max()) + 1
+    keys = annotator[first] * span + item[first]
+    order = np.argsort(keys)
+    at = np.clip(
+        np.searchsorted(keys[order], annotator[repeats] * span + item[repeats]), 0, keys.size - 1
+    )
+    found = keys[order][at] == annotator[repeats] * span + item[repeats]
+    r1 = first[order][at][found]
+    r2 = repeats[found]
+    target[r2] = target[r1] + (natural[r2] - natural[r1])
 
 
 def queue_order_of(*, study: Study) -> QueueOrder | None:

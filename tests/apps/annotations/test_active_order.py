@@ -196,8 +196,18 @@ def test_deleting_the_run_or_the_setting_restores_the_natural_order(
 def test_skipped_items_stay_last_and_repeats_and_packages_keep_their_places(
     setup, django_capture_on_commit_callbacks
 ):
-    study, question, (annotator, _), run, _probabilities = setup
-    repeat = Assignment.objects.filter(annotator=annotator).order_by("position").first()
+    study, question, (annotator, _), run, probabilities = setup
+    # the repeat of an ordered item the order moves late (the lowest entropy), queued 5 places
+    # after its test
+    calm = min(
+        (
+            i
+            for i in probabilities
+            if not natural_share_drawn(question_id=question.pk, item_id=i, share=0.2)
+        ),
+        key=lambda i: scipy_entropy(probabilities[i]),
+    )
+    repeat = Assignment.objects.get(annotator=annotator, item_id=calm)
     Assignment.objects.create(
         study=study, item=repeat.item, annotator=annotator, round=2, position=repeat.position + 5
     )
@@ -207,11 +217,17 @@ def test_skipped_items_stay_last_and_repeats_and_packages_keep_their_places(
         queue_order="uncertainty",
         queue_order_run=run.pk,
     )
-    assert Assignment.objects.get(round=2).natural_position is None  # test-retest: its place
+    retest = Assignment.objects.get(round=2)
+    test = Assignment.objects.get(round=1, annotator=annotator, item=repeat.item)
+    assert retest.position - test.position == 5  # moved with its test, the gap kept
     first = assignment_next(annotator=annotator, study=study)
     assignment_skip(annotator=annotator, assignment=first)
     served = _served(study, annotator)
     assert served[-1] == first.item_id  # skipped: behind every unskipped item
+    assert served.count(repeat.item_id) == 2
+    test.refresh_from_db()
+    retest.refresh_from_db()
+    assert test.completed_at < retest.completed_at  # the retest comes after its test
 
 
 def test_recruited_packages_are_not_reordered(setup, django_capture_on_commit_callbacks):
