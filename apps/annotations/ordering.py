@@ -28,7 +28,8 @@ can be compared as they come in (docs/active_ordering.md).
 
 **Not reordered:** recruited participants' work packages (their order, with the attention
 checks placed in it, is the package's), items without a score (they keep their natural place)
-and answered assignments. A round-2 repeat moves with its first-round assignment, keeping the
+answered assignments and the extra assignments of adaptive overlap (served first anyway). A
+round-2 repeat moves with its first-round assignment, keeping the
 gap the fill put between them (a retest never comes before its test).
 
 **When.** :func:`queue_order_request` (an outbox row, :class:`~apps.annotations.models.
@@ -318,15 +319,17 @@ def queue_order_apply(*, study_id: int) -> QueueOrder | None:
                 "position",
                 "natural_position",
                 "completed_at",
+                "extra",
             )
         ),
         dtype=object,
-    ).reshape(-1, 7)
+    ).reshape(-1, 8)
     pk, annotator, item, round_ = (rows[:, j].astype(np.int64) for j in range(4))
     position = rows[:, 4].astype(np.int64)
     moved = rows[:, 5] != None  # noqa: E711 (an object array: elementwise)
     natural = np.where(moved, rows[:, 5], rows[:, 4]).astype(np.int64)
     is_open = rows[:, 6] == None  # noqa: E711
+    extra = rows[:, 7].astype(bool)  # served first anyway, at their item's place
     score = np.full(len(rows), np.nan)
     if ids.size:
         at = np.clip(np.searchsorted(ids, item), 0, ids.size - 1)
@@ -343,7 +346,7 @@ def queue_order_apply(*, study_id: int) -> QueueOrder | None:
         dtype=bool,
     )
     natural_items = scored_items[kept] if kept.size else scored_items[:0]
-    active = is_open & (round_ == 1) & ~np.isnan(score) & ~np.isin(item, natural_items)
+    active = is_open & (round_ == 1) & ~extra & ~np.isnan(score) & ~np.isin(item, natural_items)
     target = natural.copy()
     a = np.flatnonzero(active)
     if a.size:

@@ -211,12 +211,31 @@ def test_skipped_items_stay_last_and_repeats_and_packages_keep_their_places(
     Assignment.objects.create(
         study=study, item=repeat.item, annotator=annotator, round=2, position=repeat.position + 5
     )
+    from tests.factories import UserFactory
+
+    ordered = sorted(  # the ordered items, the highest entropy first
+        (
+            i
+            for i in probabilities
+            if not natural_share_drawn(question_id=question.pk, item_id=i, share=0.2)
+        ),
+        key=lambda i: -scipy_entropy(probabilities[i]),
+    )
+    helper = UserFactory()  # ten items of their own, and the most uncertain one as an extra
+    for n, item_id in enumerate(ordered[1:11]):
+        Assignment.objects.create(study=study, item_id=item_id, annotator=helper, position=n)
+    extra_of = study.items.get(pk=ordered[0])
+    extra = Assignment.objects.create(
+        study=study, item=extra_of, annotator=helper, position=extra_of.position + 10, extra=True
+    )
     _order(
         question,
         django_capture_on_commit_callbacks,
         queue_order="uncertainty",
         queue_order_run=run.pk,
     )
+    extra.refresh_from_db()
+    assert (extra.position, extra.natural_position) == (extra_of.position + 10, None)
     retest = Assignment.objects.get(round=2)
     test = Assignment.objects.get(round=1, annotator=annotator, item=repeat.item)
     assert retest.position - test.position == 5  # moved with its test, the gap kept
