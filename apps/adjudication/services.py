@@ -28,6 +28,8 @@ from apps.adjudication.models import (
     PredictedDisagreement,
 )
 from apps.adjudication.selectors import curated_aggregates
+from apps.annotations.models import QueueOrder
+from apps.annotations.ordering import queue_order_follow
 from apps.annotations.services import assignments_extend_disputed, assignments_fill
 from apps.categorical.indicators import label_scale
 from apps.items.models import Item
@@ -188,6 +190,7 @@ def disagreement_forecast_train(*, question: Question) -> DisagreementForecast |
             PredictedDisagreement(forecast=forecast, item_id=item_id, value=float(value))
             for item_id, value in zip(new_ids, fit.predicted, strict=True)
         )
+        queue_order_follow(study_id=question.study_id, mode=QueueOrder.Mode.DISAGREEMENT)
     return forecast
 
 

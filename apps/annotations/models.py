@@ -22,6 +22,9 @@ class Assignment(models.Model):
     )
     round = models.PositiveSmallIntegerField(default=1, help_text="2 = test-retest repeat.")
     position = models.PositiveIntegerField(help_text="Order in this annotator's queue.")
+    # The position the assignment had before an active order (apps.annotations.ordering) moved
+    # it; empty while it stands at its natural place (the order it was queued in).
+    natural_position = models.PositiveIntegerField(null=True, blank=True, editable=False)
     skip_count = models.PositiveIntegerField(default=0)
     extra = models.BooleanField(
         default=False, help_text="Queued by adaptive overlap for a disputed item: served first."
@@ -131,3 +134,39 @@ class Revision(models.Model):
     @property
     def is_retraction(self) -> bool:
         return self.value is None
+
+
+class QueueOrder(models.Model):
+    """The order a study's label queue is in, as last applied (issue 28).
+
+    A categorical question may ask for an *active* order of the queue
+    (``Question.settings["queue_order"]``): by a model run's uncertainty or by the predicted
+    disagreement. :func:`apps.annotations.ordering.queue_order_apply` reorders the open
+    assignments off the request path and records here what it did, which the question's page
+    shows: the order in force, or why it fell back to the natural order. ``requested_at`` is
+    an outbox (set when an input of the order changed, cleared when it is applied), so a
+    request is not lost in the ``worker`` mode of the quality pipeline.
+    """
+
+    class Mode(models.TextChoices):
+        NATURAL = "natural", "Natural order"
+        UNCERTAINTY = "uncertainty", "Model uncertainty (entropy), highest first"
+        DISAGREEMENT = "disagreement", "Predicted disagreement, highest first"
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="queue_order")
+    question = models.ForeignKey(
+        Question, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    mode = models.CharField(max_length=12, choices=Mode.choices, default=Mode.NATURAL)
+    asked = models.CharField(
+        max_length=12, choices=Mode.choices, default=Mode.NATURAL, help_text="As set."
+    )
+    fallback = models.CharField(max_length=200, blank=True, help_text="Why the order is natural.")
+    n_ordered = models.PositiveIntegerField(default=0, help_text="Items served by score.")
+    n_natural = models.PositiveIntegerField(default=0, help_text="Items in the randomised share.")
+    n_unscored = models.PositiveIntegerField(default=0, help_text="Items without a score yet.")
+    requested_at = models.DateTimeField(null=True, blank=True)
+    applied_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.study}: {self.get_mode_display()}"

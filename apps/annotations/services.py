@@ -24,6 +24,7 @@ from analytics.selectors import excluded_annotator_ids
 from apps.adjudication.models import OverlapRule
 from apps.adjudication.selectors import flagged_annotator_ids, overlap_rule, rule_readings
 from apps.annotations.models import Annotation, Assignment, Revision
+from apps.annotations.ordering import queue_order_follow
 from apps.annotations.selectors import (
     QUEUE_QUESTIONS,
     answered_latest_first,
@@ -125,6 +126,8 @@ def assignments_fill(*, study: Study, overlap_for: Mapping[int, int] | None = No
     if study.repeat_rate > 0:
         new += _repeats(study=study, new=new, gap=max(5, len(items) // 4))
     Assignment.objects.bulk_create(new, batch_size=2000, ignore_conflicts=True)
+    if new:  # at their natural places: an active order places them after the commit
+        queue_order_follow(study_id=study.pk)
     return len(new)
 
 

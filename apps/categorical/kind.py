@@ -26,6 +26,15 @@ from analytics.plotting import px
 from analytics.selectors import question_ratings, top_disagreements
 from apps.annotations.exporting import annotation_export_rows
 from apps.annotations.models import Assignment
+from apps.annotations.ordering import (
+    SETTINGS as QUEUE_ORDER_SETTINGS,
+)
+from apps.annotations.ordering import (
+    QueueOrderSettingsForm,
+    clean_queue_order_settings,
+    queue_order_of,
+    queue_order_problems,
+)
 from apps.categorical import indicators as figures
 from apps.categorical import quality
 from apps.models_registry.suggestions import (
@@ -43,6 +52,10 @@ from apps.studies.kinds import QuestionKind
 from apps.studies.models import Label, Question, shortcut_problem
 
 MAX_HISTOGRAM_BARS = 6
+
+
+class CategoricalSettingsForm(SuggestionSettingsForm, QueueOrderSettingsForm):
+    """A categorical question's settings in the editor: its suggestions and its queue order."""
 
 
 def aad_histograms(matrices: dict, names: list[str]) -> dict | None:
@@ -101,16 +114,28 @@ class CategoricalKind(QuestionKind):
     export_functions = {"answers": annotation_export_rows}
     has_labels = True
     preview_template = "categorical/preview.html"
-    settings_form = SuggestionSettingsForm
-    dashboard_page_cards = ("categorical/anchoring.html",)
+    settings_form = CategoricalSettingsForm
+    dashboard_page_cards = ("categorical/anchoring.html", "categorical/queue_order.html")
     card_figures = ANCHORING_FIGURES
 
     def clean_settings(self, raw: Any) -> dict[str, Any]:
         """A model run to suggest from and the held-out share
-        (:func:`~apps.models_registry.suggestions.clean_suggestion_settings`); nothing else."""
+        (:func:`~apps.models_registry.suggestions.clean_suggestion_settings`), and the queue's
+        active order (:func:`~apps.annotations.ordering.clean_queue_order_settings`); nothing
+        else. Every field's problem is named at once."""
         raw = dict(raw or {})
-        cleaned = clean_suggestion_settings(raw)
-        unknown = sorted(set(raw) - {"suggestion_run", "suggestion_held_out"})
+        errors: dict[str, list[str]] = {}
+        cleaned: dict[str, Any] = {}
+        for clean in (clean_suggestion_settings, clean_queue_order_settings):
+            try:
+                cleaned.update(clean(raw))
+            except ValidationError as exc:
+                errors.update(exc.message_dict)
+        if errors:
+            raise ValidationError(errors)
+        unknown = sorted(
+            set(raw) - {"suggestion_run", "suggestion_held_out", *QUEUE_ORDER_SETTINGS}
+        )
         if unknown:
             raise ValidationError(
                 {"settings": f"Categorical questions take no setting {', '.join(unknown)}."}
@@ -122,12 +147,18 @@ class CategoricalKind(QuestionKind):
         labels (:func:`apps.models_registry.selectors.anchoring_report`), drawn on load."""
         from apps.models_registry.selectors import anchoring_report
 
-        return {"anchoring": anchoring_report(question=question), "card_figures": ANCHORING_FIGURES}
+        return {
+            "anchoring": anchoring_report(question=question),
+            "card_figures": ANCHORING_FIGURES,
+            "queue_order": queue_order_of(study=question.study),
+        }
 
     def settings_problems(self, question: Question) -> dict[str, str]:
-        """The suggesting run must be one of the question's own."""
+        """The suggesting run and the ordering run must be the question's own; one question
+        of the study orders its queue."""
         problem = suggestion_run_problem(question)
-        return {"suggestion_run": problem} if problem else {}
+        problems = {"suggestion_run": problem} if problem else {}
+        return {**problems, **queue_order_problems(question)}
 
     def preview_context(self, *, question: Question, labels: list[Label]) -> dict[str, Any]:
         """The labels as the queue would draw them; a shortcut the queue would refuse (``s``,

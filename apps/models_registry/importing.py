@@ -6,7 +6,12 @@ as the annotation exports do:
 * **predictions** (required): ``item``, ``annotator`` and, for a categorical question,
   ``label`` (a label key of the question) or, for a continuous question, ``trace`` (a list of
   numbers at the question's analysis rate, as long as the annotators' traces of the item); one
-  row per (item, annotator) predicted.
+  row per (item, annotator) predicted. A categorical question's run may instead predict per
+  **item** (a general model, the same for every annotator): no ``annotator`` column, and the
+  label probabilities as a ``probabilities`` object ``{"label key": p}`` (a JSON cell in a CSV)
+  or as one ``p_<label key>`` column (NPZ: array) per label; ``label`` is then optional (the
+  most probable label if absent). Probabilities lie in [0, 1] and sum to 1 (within
+  :data:`PROBABILITY_TOLERANCE`; stored rescaled to sum exactly 1, labels left out are 0).
 * **features** / **attention** (optional): ``annotator``, ``vector`` (a list of numbers) and
   ``item``. Give ``item`` on every row (per-item vectors, averaged here into each annotator's
   mean, Zhang et al. Eqs. 5-6) or on none (one already averaged vector per annotator).
@@ -46,6 +51,11 @@ from core.limits import MAX_NPZ_ENTRIES, MAX_VECTOR_LENGTH
 FORMATS = ("csv", "jsonl", "npz")
 _EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".npz": "npz"}
 PREDICTION_FIELDS = ("item", "annotator", "label")
+ITEM_PREDICTION_FIELDS = ("item",)
+PROBABILITIES = "probabilities"
+PROBABILITY_PREFIX = "p_"
+#: How far a row's probabilities may sum from 1 (rounding in a CSV written to 3 decimals).
+PROBABILITY_TOLERANCE = 0.01
 TRACE_FIELDS = ("item", "annotator", "trace")
 VECTOR_FIELDS = ("annotator", "vector")
 
@@ -200,6 +210,183 @@ def clean_predictions(
         found.add([RowError(1, "", "The file holds no prediction.")])
     found.raise_if_any(rows)
     return out
+
+
+def predicts_per_item(stream: IO[bytes] | IO[str], *, fmt: str) -> bool:
+    """Whether a categorical predictions file predicts per item (:func:`clean_item_predictions`):
+    it names no ``annotator`` column (CSV header, NPZ array, first JSON Lines row) and gives
+    probabilities (a ``probabilities`` column or ``p_<label>`` columns). Reads the file's head
+    and leaves ``stream`` where it was; an unreadable head says ``False`` (the per-annotator
+    reading then reports it)."""
+    fields = _head_fields(stream, fmt=fmt)
+    has_probabilities = PROBABILITIES in fields or any(
+        name.startswith(PROBABILITY_PREFIX) for name in fields
+    )
+    return "annotator" not in fields and has_probabilities
+
+
+def _head_fields(stream: IO[bytes] | IO[str], *, fmt: str) -> set[str]:
+    start = stream.tell()
+    try:
+        if fmt == "npz":
+            with zipfile.ZipFile(stream) as archive:  # type: ignore[arg-type]
+                return {name.removesuffix(".npy") for name in archive.namelist()}
+        line: str | bytes = b""
+        for line in stream:
+            if line.strip():
+                break
+        text = line.decode("utf-8-sig") if isinstance(line, bytes) else line.lstrip("\ufeff")
+        if fmt == "csv":
+            return {name.strip() for name in next(csv.reader([text]), [])}
+        head = json.loads(text)
+        return set(head) if isinstance(head, dict) else set()
+    except (*_NPZ_ERRORS, UnicodeDecodeError, csv.Error, RecursionError):
+        return set()
+    finally:
+        stream.seek(start)
+
+
+def clean_item_predictions(
+    rows: Iterable[RawRow], *, axes: Axes
+) -> list[tuple[int, int, dict[str, float] | None]]:
+    """Validate per-item prediction rows into (item id, label id, probabilities) triples.
+
+    ``probabilities`` maps every label key of the question (in scale order) to a probability
+    (rescaled to sum 1), or is ``None`` for a row giving only its ``label``. Raises
+    :class:`UploadError` naming every unknown item, unknown label key, probability outside
+    [0, 1], sum away from 1, row naming an annotator, repeated item, or an empty file; nothing
+    is returned (so nothing is written) unless every row is valid.
+    """
+    rows = iter(rows)
+    found = _Collector()
+    first_line: dict[int, int] = {}
+    out: list[tuple[int, int, dict[str, float] | None]] = []
+    for row in rows:
+        errors = list(row.errors)
+        if not errors:
+            item, label, probabilities, errors = _item_prediction(row, axes)
+            if not errors and item is not None and label is not None:
+                if item in first_line:
+                    message = f"Duplicate of line {first_line[item]}; predict each item once."
+                    errors.append(RowError(row.line, "", message))
+                else:
+                    first_line[item] = row.line
+                    out.append((item, label, probabilities))
+        found.add(errors)
+        if found.full:
+            break
+    if not out and not found.errors:
+        found.add([RowError(1, "", "The file holds no prediction.")])
+    found.raise_if_any(rows)
+    return out
+
+
+def _item_prediction(
+    row: RawRow, axes: Axes
+) -> tuple[int | None, int | None, dict[str, float] | None, list[RowError]]:
+    """One per-item row: its item id, label id, probabilities and the problems."""
+    errors: list[RowError] = []
+    item = None
+    item_name = _text(row.data.get("item"))
+    if item_name:
+        item = axes.items.get(item_name)
+        if item is None:
+            errors.append(RowError(row.line, "item", f"Unknown item {item_name!r}."))
+    else:
+        errors.append(RowError(row.line, "item", "Give the item's external_id."))
+    if row.data.get("annotator") not in (None, ""):
+        errors.append(
+            RowError(
+                row.line,
+                "annotator",
+                "Per-item predictions name no annotator (the file's first row has none).",
+            )
+        )
+    probabilities, problems = _probabilities(row, axes)
+    errors += problems
+    key = _text(row.data.get("label"))
+    label = axes.labels.get(key or "")
+    if key and label is None:
+        choices = ", ".join(axes.labels)
+        message = f"{key!r} is not a label of {axes.question_key!r}; choose from {choices}."
+        errors.append(RowError(row.line, "label", message))
+    elif not key and probabilities is not None:
+        label = axes.labels[max(probabilities, key=probabilities.__getitem__)]  # first maximum
+    elif not key and not problems:
+        message = "Give the label probabilities (or at least the predicted label)."
+        errors.append(RowError(row.line, PROBABILITIES, message))
+    return item, label, probabilities, errors
+
+
+def _probabilities(row: RawRow, axes: Axes) -> tuple[dict[str, float] | None, list[RowError]]:
+    """The row's probabilities over every label key (``None``: none given) and the problems:
+    a ``probabilities`` object or ``p_<key>`` columns (not both)."""
+    given: dict[str, Any] = {}
+    source = {}  # label key -> the field that gave it (for the messages)
+    raw = row.data.get(PROBABILITIES)
+    columns = {
+        name: value
+        for name, value in row.data.items()
+        if name.startswith(PROBABILITY_PREFIX) and value not in (None, "")
+    }
+    if raw not in (None, "") and columns:
+        message = f"Give {PROBABILITIES} or p_<label> columns, not both."
+        return None, [RowError(row.line, PROBABILITIES, message)]
+    if raw not in (None, ""):
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except (json.JSONDecodeError, RecursionError):
+                raw = None
+        if not isinstance(raw, dict) or not raw:
+            message = 'Give an object of label key -> probability, e.g. {"neutral": 0.7, ...}.'
+            return None, [RowError(row.line, PROBABILITIES, message)]
+        given = {str(key): value for key, value in raw.items()}
+        source = dict.fromkeys(given, PROBABILITIES)
+    else:
+        given = {name.removeprefix(PROBABILITY_PREFIX): value for name, value in columns.items()}
+        source = {key: PROBABILITY_PREFIX + key for key in given}
+    if not given:
+        return None, []
+    errors: list[RowError] = []
+    values: dict[str, float] = {}
+    choices = ", ".join(axes.labels)
+    for key, value in given.items():
+        if key not in axes.labels:
+            message = f"{key!r} is not a label of {axes.question_key!r}; choose from {choices}."
+            errors.append(RowError(row.line, source[key], message))
+            continue
+        number = _number(value)
+        if number is None or not 0.0 <= number <= 1.0:
+            message = f"The probability of {key!r} is {value!r}; give a number from 0 to 1."
+            errors.append(RowError(row.line, source[key], message))
+            continue
+        values[key] = number
+    if errors:
+        return None, errors
+    total = math.fsum(values.values())
+    if abs(total - 1.0) > PROBABILITY_TOLERANCE:
+        field_name = PROBABILITIES if raw not in (None, "") else ""
+        message = (
+            f"The probabilities sum to {total:.4g}; they must sum to 1 "
+            f"(within {PROBABILITY_TOLERANCE:g})."
+        )
+        return None, [RowError(row.line, field_name, message)]
+    return {key: values.get(key, 0.0) / total for key in axes.labels}, []
+
+
+def _number(value: Any) -> float | None:
+    """A probability cell as a finite float (CSV cells are text), or ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if isinstance(value, int | float | np.integer | np.floating) and math.isfinite(value):
+        return float(value)
+    return None
 
 
 @dataclass(frozen=True)

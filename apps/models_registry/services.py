@@ -59,14 +59,17 @@ from apps.models_registry.endpoints import (
 )
 from apps.models_registry.evaluation import evaluate_run, evaluate_trace_run
 from apps.models_registry.importing import (
+    ITEM_PREDICTION_FIELDS,
     PREDICTION_FIELDS,
     TRACE_FIELDS,
     VECTOR_FIELDS,
     MeanVectors,
     UploadError,
+    clean_item_predictions,
     clean_predictions,
     clean_vectors,
     label_value,
+    predicts_per_item,
     read_rows,
     trace_value,
 )
@@ -155,6 +158,9 @@ def model_run_register(
     """Validate a run's uploads and store them, all or nothing; the run is evaluated after
     the commit, off the request (see the module docstring), and ``evaluating`` until then.
 
+    A categorical question's predictions may be per item with label probabilities
+    (:func:`~apps.models_registry.importing.predicts_per_item`: stored as
+    :class:`ItemPrediction` rows, which the queue's uncertainty order reads).
     Every file is checked in full before anything is written; problems raise one
     ``ValidationError`` keyed by file (``predictions``, ``features``, ``attention``), each
     message naming line and field. The question must be a categorical or continuous question
@@ -188,12 +194,18 @@ def model_run_register(
         )
     else:
         value = label_value(axes)
+    per_item = not traces and predicts_per_item(predictions.stream, fmt=predictions.fmt)
     try:
-        required = TRACE_FIELDS if traces else PREDICTION_FIELDS
+        required: tuple[str, ...] = ITEM_PREDICTION_FIELDS
+        if not per_item:
+            required = TRACE_FIELDS if traces else PREDICTION_FIELDS
         rows = read_rows(
             predictions.stream, fmt=predictions.fmt, required=required, max_rows=axes.max_rows
         )
-        predicted = clean_predictions(rows, axes=axes, value=value)
+        if per_item:
+            predicted = clean_item_predictions(rows, axes=axes)
+        else:
+            predicted = clean_predictions(rows, axes=axes, value=value)
     except UploadError as exc:
         errors["predictions"] = exc.messages
     vectors: dict[str, MeanVectors] = {}
@@ -227,6 +239,14 @@ def model_run_register(
                 for item, user, trace in predicted
             ),
             batch_size=BATCH_SIZE // 10,
+        )
+    elif per_item:
+        ItemPrediction.objects.bulk_create(
+            (
+                ItemPrediction(run=run, item_id=item, label_id=label, probabilities=probabilities)
+                for item, label, probabilities in predicted
+            ),
+            batch_size=BATCH_SIZE,
         )
     else:
         Prediction.objects.bulk_create(
@@ -443,8 +463,13 @@ def model_runs_recompute(*, question_id: int) -> int:
 
 @transaction.atomic
 def model_run_delete(*, run: ModelRun) -> None:
-    """Delete a run with its predictions, vectors and evaluations (the leaderboard forgets it)."""
+    """Delete a run with its predictions, vectors and evaluations (the leaderboard forgets it;
+    a queue ordered by its uncertainty falls back to the natural order)."""
+    from apps.annotations.ordering import queue_order_follow
+
+    study_id = run.study_id
     run.delete()
+    queue_order_follow(study_id=study_id, mode="uncertainty")
 
 
 # ----------------------------------------------------------------- model endpoints (issue 28)

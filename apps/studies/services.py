@@ -213,6 +213,7 @@ def question_create(
     question.save()
     if problems := question_kind(kind).settings_problems(question):
         raise ValidationError(problems)
+    _queue_order_follow(question=question, before={})
     if question_kind(kind).has_labels:
         if len(labels) < 2:
             raise ValidationError({"labels": "A categorical question needs at least two labels."})
@@ -258,11 +259,23 @@ def question_update(
         from apps.annotations.services import assignments_fill
 
         assignments_fill(study=question.study)
+    _queue_order_follow(question=question, before=before, scope="scope" in fields)
     if labels is not None and question_kind(question.kind).has_labels:
         if len(labels) < 2:
             raise ValidationError({"labels": "A categorical question needs at least two labels."})
         _labels_write(question=question, labels=labels)
     return question
+
+
+def _queue_order_follow(*, question: Question, before: dict[str, Any], scope: bool = False) -> None:
+    """Ask for the study's queue order to be applied again (after the commit, off the request:
+    :mod:`apps.annotations.ordering`) when the question asks or asked for an active order."""
+    from apps.annotations.ordering import SETTINGS, queue_order_request
+
+    if any(key in before or key in question.settings for key in SETTINGS) and (
+        scope or any(before.get(key) != question.settings.get(key) for key in SETTINGS)
+    ):
+        queue_order_request(study_id=question.study_id)
 
 
 def _scope_check_answers(question: Question) -> None:

@@ -78,10 +78,14 @@ def test_each_kind_shows_only_the_fields_that_apply_to_it(client, study):
     categorical = client.get(page(study, kind="categorical")).content.decode()
     assert 'name="labels-0-key"' in categorical
     assert "Ordered scale" in categorical
-    # its settings: the model run that suggests and the held-out share (issue 28), no other
+    # its settings: the model run that suggests and the held-out share, the queue's active
+    # order with its run and natural share (issue 28), no other
     assert set(re.findall(r'name="settings-([a-z_]+)"', categorical)) == {
         "suggestion_run",
         "suggestion_held_out",
+        "queue_order",
+        "queue_order_run",
+        "queue_order_natural_share",
     }
     pairwise = client.get(page(study, kind="pairwise")).content.decode()
     assert 'name="settings-strict"' in pairwise
