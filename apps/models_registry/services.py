@@ -718,6 +718,10 @@ def model_endpoint_predict_pending(*, endpoint_id: int) -> int:
         model_endpoint_schedule(endpoint_id=endpoint_id)
     if stored and run_id is not None:
         model_runs_request(question_id=endpoint.question_id, run_ids=[run_id])
+        # a queue ordered by this run's uncertainty places the newly labelled items
+        from apps.annotations.ordering import queue_order_follow
+
+        queue_order_follow(study_id=endpoint.question.study_id, mode="uncertainty")
     return stored
 
 

@@ -690,3 +690,27 @@ def test_thread_mode_calls_on_the_background_thread_and_the_request_does_not_wai
         assert len(server.requests) == 3
         endpoint.refresh_from_db()
         assert not endpoint.predicting
+
+
+def test_a_queue_ordered_by_the_endpoints_uncertainty_follows_its_new_labels(
+    served, django_capture_on_commit_callbacks
+):
+    """The endpoint's probabilities feed the queue's active order (docs/active_ordering.md):
+    items labelled after the order was set take their places once the job has stored them."""
+    from apps.annotations.models import QueueOrder
+    from apps.studies.services import question_update
+
+    study, question, _, server = served
+    endpoint = configure(question, server)
+    with django_capture_on_commit_callbacks(execute=True):
+        question_update(
+            question=question,
+            settings={"queue_order": "uncertainty", "queue_order_run": endpoint.run_id},
+        )
+    state = QueueOrder.objects.get(study=study)
+    assert state.mode == "natural"  # nothing labelled yet: it falls back
+    with django_capture_on_commit_callbacks(execute=True):
+        run_job(endpoint)
+    state.refresh_from_db()
+    assert (state.mode, state.fallback) == ("uncertainty", "")
+    assert state.n_ordered > 0  # the open items, placed by the endpoint's entropy
