@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 from django.contrib.auth import get_user_model
@@ -483,7 +483,7 @@ def anchoring_findings(*, question: Question) -> list[dict[str, Any]]:
             continue
         findings.append(
             {
-                "annotators": [int(pk)],
+                "annotators": [int(cast(int, pk))],  # annotator ids (numpy integers)
                 "indicator": SUGGESTION_ACCEPTANCE,
                 "reason": reason,
                 "figures": {
