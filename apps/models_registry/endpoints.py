@@ -11,21 +11,34 @@ returns. Two formats:
   item's text; the label is read from ``choices[0].message.content`` (case and surrounding
   whitespace, quotes and a final full stop ignored; a label's key or its name).
 
-Redirects are not followed (a 3xx is an HTTP error) and at most :data:`MAX_ANSWER_BYTES` of an
-answer are read.
+Redirects are not followed (a 3xx is an HTTP error), no proxy is used, and at most
+:data:`MAX_ANSWER_BYTES` of an answer are read.
+
+Addresses (server-side request forgery): a study manager chooses the URL, so the server refuses
+to call link-local addresses (169.254.0.0/16, fe80::/10: cloud metadata), unspecified and
+multicast ones always, and private, loopback and other non-public ones unless
+:class:`AllowedNetworks` lists them (``MODEL_ENDPOINT_ALLOWED_NETWORKS``). The check runs on
+saving (:func:`url_refusal`) and on every call: the name is resolved, every address checked,
+the connection made to a checked address (never to the name again, so a rebinding resolver
+gains nothing) and the socket's peer address checked once more before the request is sent.
 """
 
 from __future__ import annotations
 
+import functools
+import http.client
+import ipaddress
 import json
 import math
 import os
+import socket
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 MAX_ANSWER_BYTES = 1_000_000
 #: Probabilities must sum to 1 within this tolerance.
@@ -47,6 +60,161 @@ class EndpointLabel:
     name: str
 
 
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+#: IPv6 prefix of NAT64 gateways, behind which the IPv4 address of the last 32 bits is called.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+class RefusedAddressError(OSError):
+    """The endpoint's address is one the server may not call (its message says why)."""
+
+
+@dataclass(frozen=True)
+class AllowedNetworks:
+    """The non-public networks and host names an endpoint may be called at.
+
+    Link-local, unspecified and multicast addresses are refused even when listed.
+    """
+
+    networks: tuple[IPNetwork, ...] = ()
+    hosts: frozenset[str] = frozenset()
+
+    @classmethod
+    def parse(cls, entries: Iterable[str]) -> AllowedNetworks:
+        """From entries such as ``"127.0.0.1/32"``, ``"10.0.0.0/8"``, ``"::1"`` or
+        ``"models.lab.internal"`` (anything that is not a network is a host name)."""
+        networks: list[IPNetwork] = []
+        hosts: set[str] = set()
+        for entry in (e.strip() for e in entries):
+            if not entry:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(entry, strict=False))
+            except ValueError:
+                hosts.add(entry.rstrip(".").casefold())
+        return cls(tuple(networks), frozenset(hosts))
+
+    def refusal(self, ip: str, *, host: str) -> str:
+        """Why ``ip`` (an address ``host`` resolved to) may not be called; ``""`` if it may."""
+        address: IPAddress = ipaddress.ip_address(ip.split("%", 1)[0])  # no IPv6 scope id
+        if isinstance(address, ipaddress.IPv6Address):  # the IPv4 address it stands for
+            if address.ipv4_mapped is not None:
+                address = address.ipv4_mapped
+            elif address in _NAT64:
+                address = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if address.is_link_local or address.is_unspecified or address.is_multicast:
+            return (
+                f"{address} is a link-local, unspecified or multicast address "
+                "(cloud metadata lives there): it may not be called"
+            )
+        if address.is_global:
+            return ""
+        if host.rstrip(".").casefold() in self.hosts or any(
+            address in network for network in self.networks
+        ):
+            return ""
+        return (
+            f"{address} is a private, loopback or reserved address: it may be called only when "
+            "the server's MODEL_ENDPOINT_ALLOWED_NETWORKS lists it"
+        )
+
+
+def resolve_checked(host: str, port: int, *, allowed: AllowedNetworks) -> list[str]:
+    """Every address ``host`` resolves to, in the resolver's order; :class:`RefusedAddressError` if
+    any of them may not be called (``socket.gaierror`` if the name does not resolve)."""
+    addresses: list[str] = []
+    for *_, sockaddr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+        ip = str(sockaddr[0])
+        reason = allowed.refusal(ip, host=host)
+        if reason:
+            raise RefusedAddressError(reason)
+        if ip not in addresses:
+            addresses.append(ip)
+    if not addresses:
+        raise OSError(f"{host} resolves to no address")
+    return addresses
+
+
+def url_refusal(url: str, *, allowed: AllowedNetworks) -> str:
+    """Why the server may not call ``url`` (an http(s) URL), ``""`` if it may. A name that
+    does not resolve now passes: each call checks again."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        resolve_checked(parts.hostname or "", port, allowed=allowed)
+    except RefusedAddressError as exc:
+        return str(exc)
+    except (OSError, ValueError, UnicodeError):
+        return ""
+    return ""
+
+
+def _checked_connection(allowed: AllowedNetworks) -> Callable[..., socket.socket]:
+    """A ``socket.create_connection`` that resolves the name itself, checks every address,
+    connects to a checked address and checks the socket's peer before handing it over."""
+
+    def create_connection(
+        address: tuple[str, int],
+        timeout: Any = socket._GLOBAL_DEFAULT_TIMEOUT,  # type: ignore[attr-defined]
+        source_address: tuple[str, int] | None = None,
+        **kwargs: Any,
+    ) -> socket.socket:
+        host, port = address
+        failure: OSError | None = None
+        for ip in resolve_checked(host, port, allowed=allowed):
+            try:
+                sock = socket.create_connection((ip, port), timeout, source_address)
+            except OSError as exc:  # the next address, as socket.create_connection does
+                failure = exc
+                continue
+            try:
+                reason = allowed.refusal(str(sock.getpeername()[0]), host=host)
+            except OSError as exc:
+                sock.close()
+                raise exc
+            if reason:
+                sock.close()
+                raise RefusedAddressError(reason)
+            return sock
+        raise failure or OSError(f"cannot connect to {host}")
+
+    return create_connection
+
+
+class _CheckedHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, *args: Any, allowed: AllowedNetworks, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _checked_connection(allowed)
+
+
+class _CheckedHTTPSConnection(http.client.HTTPSConnection):
+    """TLS as usual (the certificate checked against the URL's name) over a checked socket."""
+
+    def __init__(self, *args: Any, allowed: AllowedNetworks, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _checked_connection(allowed)
+
+
+class _CheckedHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, allowed: AllowedNetworks) -> None:
+        super().__init__()
+        self.allowed = allowed
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(_CheckedHTTPConnection, allowed=self.allowed), req)
+
+
+class _CheckedHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, allowed: AllowedNetworks) -> None:
+        super().__init__()
+        self.allowed = allowed
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        connection = functools.partial(_CheckedHTTPSConnection, allowed=self.allowed)
+        return self.do_open(connection, req, context=self._context)  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True)
 class EndpointConfig:
     """The parts of a :class:`~apps.models_registry.models.ModelEndpoint` a request needs."""
@@ -57,6 +225,7 @@ class EndpointConfig:
     api_key: str
     timeout: float
     prompt: str
+    allowed: AllowedNetworks = field(default_factory=AllowedNetworks)
 
 
 @dataclass(frozen=True)
@@ -76,7 +245,7 @@ class EndpointAnswer:
     def retryable(self) -> bool:
         """A time-out, an unreachable server, a 429 or a 5xx may go better on a second try;
         a 4xx or a malformed answer will not."""
-        if self.outcome in ("timeout", "unreachable"):
+        if self.outcome in ("timeout", "unreachable"):  # never "refused"
             return True
         return self.outcome == "http" and (
             self.http_status == 429 or (self.http_status or 0) >= 500
@@ -115,7 +284,14 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # urllib then raises HTTPError with the 3xx status
 
 
-_OPENER = urllib.request.build_opener(_NoRedirect)
+def _opener(allowed: AllowedNetworks) -> urllib.request.OpenerDirector:
+    """No proxy (it would be the address checked), no redirect, checked connections."""
+    return urllib.request.build_opener(
+        urllib.request.ProxyHandler({}),
+        _NoRedirect,
+        _CheckedHTTPHandler(allowed),
+        _CheckedHTTPSHandler(allowed),
+    )
 
 
 def endpoint_request(
@@ -134,13 +310,17 @@ def endpoint_request(
         return EndpointAnswer(outcome=outcome, seconds=time.monotonic() - started, **fields)
 
     try:
-        with _OPENER.open(request, timeout=config.timeout) as response:
+        with _opener(config.allowed).open(request, timeout=config.timeout) as response:
             raw = response.read(MAX_ANSWER_BYTES + 1)
     except urllib.error.HTTPError as exc:
         return answer("http", http_status=exc.code, detail=f"HTTP {exc.code} {exc.reason}"[:300])
+    except RefusedAddressError as exc:
+        return answer("refused", detail=str(exc)[:300])
     except TimeoutError:
         return answer("timeout", detail=f"no answer within {config.timeout:g} s")
     except urllib.error.URLError as exc:
+        if isinstance(exc.reason, RefusedAddressError):
+            return answer("refused", detail=str(exc.reason)[:300])
         if isinstance(exc.reason, TimeoutError):
             return answer("timeout", detail=f"no answer within {config.timeout:g} s")
         return answer("unreachable", detail=str(exc.reason)[:300])

@@ -284,6 +284,7 @@ class EndpointCall(models.Model):
         HTTP = "http", "HTTP error"
         MALFORMED = "malformed", "malformed answer"
         UNREACHABLE = "unreachable", "unreachable"
+        REFUSED = "refused", "refused (address not allowed)"
 
     endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.CASCADE, related_name="calls")
     run = models.ForeignKey(ModelRun, on_delete=models.CASCADE, related_name="+")

@@ -50,12 +50,14 @@ from apps.continuous.config import trace_settings
 from apps.continuous.models import VALUE_DTYPE, pack
 from apps.items.models import Item
 from apps.models_registry.endpoints import (
+    AllowedNetworks,
     EndpointAnswer,
     EndpointConfig,
     EndpointItem,
     EndpointLabel,
     endpoint_request,
     resolve_api_key,
+    url_refusal,
 )
 from apps.models_registry.evaluation import evaluate_run, evaluate_trace_run
 from apps.models_registry.importing import (
@@ -475,13 +477,24 @@ def model_run_delete(*, run: ModelRun) -> None:
 # ----------------------------------------------------------------- model endpoints (issue 28)
 
 
+def _allowed_networks() -> AllowedNetworks:
+    """The non-public networks and names endpoints may be called at
+    (``settings.MODEL_ENDPOINT_ALLOWED_NETWORKS``; none by default)."""
+    return AllowedNetworks.parse(getattr(settings, "MODEL_ENDPOINT_ALLOWED_NETWORKS", ()))
+
+
 def _endpoint_errors(endpoint: ModelEndpoint) -> dict[str, list[str]]:
-    """Field messages for a configuration that cannot work."""
+    """Field messages for a configuration that cannot work, or whose URL's address the server
+    may not call (it is checked again on every call)."""
     errors: dict[str, list[str]] = {}
     try:
         URLValidator(schemes=["http", "https"])(endpoint.url)
     except ValidationError:
         errors["url"] = ["Give an http:// or https:// URL."]
+    else:
+        refusal = url_refusal(endpoint.url, allowed=_allowed_networks())
+        if refusal:
+            errors["url"] = [f"The server may not call this URL: {refusal}."]
     low, high = ENDPOINT_TIMEOUT_RANGE
     if not low <= endpoint.timeout <= high:
         errors["timeout"] = [f"The time-out lies between {low:g} and {high:g} seconds."]
@@ -655,6 +668,7 @@ def _endpoint_pass(
         api_key=resolve_api_key(api_key=endpoint.api_key, api_key_env=endpoint.api_key_env),
         timeout=endpoint.timeout,
         prompt=question.prompt,
+        allowed=_allowed_networks(),
     )
     specs = [EndpointLabel(label.key, label.name) for label in labels]
     queue = endpoint_queue(endpoint=endpoint)
@@ -671,6 +685,8 @@ def _endpoint_pass(
             asked += 1
             if answer is None:
                 return stored, False  # the budget is spent: the status says so
+            if answer.outcome == EndpointCall.Outcome.REFUSED:
+                return stored, False  # the address is refused: its status says so
             if answer.outcome == EndpointCall.Outcome.OK:
                 stored += len(
                     ItemPrediction.objects.bulk_create(
