@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import socket
+import ssl
 import time
 from datetime import timedelta
 
@@ -46,7 +47,11 @@ from apps.models_registry.suggestions import suggestion_drawn
 from apps.studies.models import Membership
 from apps.studies.services import membership_add, question_update
 from tests.apps.annotations.test_views import queue_url
-from tests.apps.models_registry.endpoint_server import model_server, train_on_answers
+from tests.apps.models_registry.endpoint_server import (
+    model_server,
+    self_signed_localhost,
+    train_on_answers,
+)
 from tests.apps.models_registry.simulation import jsonl
 from tests.factories import UserFactory, running_study
 
@@ -891,6 +896,30 @@ def test_a_name_resolving_to_loopback_is_called_only_when_listed(served, monkeyp
     model_endpoint_request(endpoint=endpoint)
     assert run_job(endpoint) > 0
     assert server.requests
+
+
+def test_https_goes_through_the_checked_connection_and_verifies_the_name(
+    monkeypatch, settings, tmp_path
+):
+    """Over TLS the socket is checked as over HTTP, and the certificate is still verified
+    against the URL's name (the certificate names ``localhost``, not 127.0.0.1)."""
+    _, question, _ = text_study(n_items=3, n_answered=3)
+    certificate, key = self_signed_localhost(tmp_path)
+    trusting = ssl.create_default_context(cafile=str(certificate))
+    monkeypatch.setattr(ssl, "_create_default_https_context", lambda *a, **k: trusting)
+    settings.MODEL_ENDPOINT_ALLOWED_NETWORKS = ["127.0.0.1/32", "::1/128"]  # localhost
+    with model_server(train_on_answers(question), tls=(certificate, key)) as server:
+        assert server.url.startswith("https://localhost:")
+        endpoint = configure(question, server, max_calls=10)
+        assert run_job(endpoint) == 3
+        assert len(server.requests) == 3
+        # not listed: refused before the handshake
+        settings.MODEL_ENDPOINT_ALLOWED_NETWORKS = []
+        ItemPrediction.objects.all().delete()
+        model_endpoint_request(endpoint=endpoint)
+        assert run_job(endpoint) == 0
+        assert len(server.requests) == 3
+        assert EndpointCall.objects.order_by("id").last().outcome == "refused"
 
 
 def test_a_public_address_is_accepted_at_save(api_client, monkeypatch):
