@@ -9,7 +9,10 @@ returns. Two formats:
 - ``openai``: an OpenAI-compatible chat-completions URL, ``POST {"model", "messages",
   "temperature": 0}`` with a prompt naming the question, its label keys and names and the
   item's text; the label is read from ``choices[0].message.content`` (case and surrounding
-  whitespace, quotes and a final full stop ignored; a label's key or its name).
+  whitespace, quotes and a final full stop ignored; a label's key or its name). With
+  ``logprobs`` on, the request adds ``"logprobs": true, "top_logprobs": <labels, at most 20>``
+  and the label probabilities come from ``choices[0].logprobs.content[0].top_logprobs``
+  (:func:`logprob_probabilities`).
 
 Redirects are not followed (a 3xx is an HTTP error), no proxy is used, and at most
 :data:`MAX_ANSWER_BYTES` of an answer are read.
@@ -41,6 +44,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 MAX_ANSWER_BYTES = 1_000_000
+#: The most alternatives OpenAI's chat completions return per token (``top_logprobs``).
+MAX_TOP_LOGPROBS = 20
 #: Probabilities must sum to 1 within this tolerance.
 SUM_TOLERANCE = 0.01
 
@@ -226,6 +231,7 @@ class EndpointConfig:
     timeout: float
     prompt: str
     allowed: AllowedNetworks = field(default_factory=AllowedNetworks)
+    logprobs: bool = False
 
 
 @dataclass(frozen=True)
@@ -268,11 +274,14 @@ def request_body(
             f"this list and nothing else:\n{choices}"
         )
         user = f"Question: {config.prompt}\n\nItem:\n{item.text}"
-        return {
+        body: dict[str, Any] = {
             "model": config.model,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
             "temperature": 0,
         }
+        if config.logprobs:
+            body |= {"logprobs": True, "top_logprobs": min(len(labels), MAX_TOP_LOGPROBS)}
+        return body
     return {
         "item": {"id": item.external_id, "text": item.text, "metadata": dict(item.metadata)},
         "labels": [label.key for label in labels],
@@ -335,15 +344,61 @@ def endpoint_request(
     return answer("ok", label=label, probabilities=probabilities)
 
 
-def _match(text: str, labels: Sequence[EndpointLabel]) -> str:
+def _named(text: str, labels: Sequence[EndpointLabel]) -> str | None:
     """The key of the label ``text`` names (its key or its name, any case, surrounding
-    whitespace, quotes and a final full stop ignored)."""
+    whitespace, quotes and a final full stop ignored); ``None`` if none."""
     wanted = text.strip().strip("\"'`").strip().rstrip(".").strip().casefold()
     for label in labels:
         if wanted in (label.key.casefold(), label.name.strip().casefold()):
             return label.key
-    shown = text.strip()[:60]
-    raise ValueError(f"unknown label {shown!r}")
+    return None
+
+
+def _match(text: str, labels: Sequence[EndpointLabel]) -> str:
+    """:func:`_named`, or ``ValueError`` naming the unknown label."""
+    key = _named(text, labels)
+    if key is None:
+        raise ValueError(f"unknown label {text.strip()[:60]!r}")
+    return key
+
+
+def logprob_probabilities(
+    top_logprobs: Any, labels: Sequence[EndpointLabel]
+) -> dict[str, float] | None:
+    r"""Label probabilities from the alternatives of the answer's first token.
+
+    Each alternative ``{"token", "logprob"}`` whose token names a label (as the answer's
+    content does: key or name, any case, whitespace, quotes and a final full stop ignored)
+    adds :math:`e^{\text{logprob}}` to that label; the sums are renormalised over the labels
+    found,
+
+    .. math:: p_k = \frac{\sum_{t \to k} e^{\ell_t}}{\sum_{t \to \text{any label}} e^{\ell_t}},
+
+    and the labels not found get 0. ``None`` when no alternative names a label (labels whose
+    key and name span several tokens are never found). ``ValueError`` when an alternative is
+    not a token with a log-probability <= 0.
+    """
+    if not isinstance(top_logprobs, list):
+        raise ValueError("logprobs.content[0].top_logprobs is not a list")
+    mass = dict.fromkeys((label.key for label in labels), 0.0)
+    for alternative in top_logprobs:
+        token = alternative.get("token") if isinstance(alternative, dict) else None
+        logprob = alternative.get("logprob") if isinstance(alternative, dict) else None
+        if (
+            not isinstance(token, str)
+            or isinstance(logprob, bool)
+            or not isinstance(logprob, int | float)
+            or math.isnan(logprob)
+            or logprob > 1e-6
+        ):
+            raise ValueError("a top_logprobs entry is not a token with a logprob <= 0")
+        key = _named(token, labels)
+        if key is not None:
+            mass[key] += math.exp(min(logprob, 0.0))
+    total = sum(mass.values())
+    if total <= 0.0:
+        return None
+    return {key: value / total for key, value in mass.items()}
 
 
 def read_answer(
@@ -362,7 +417,12 @@ def read_answer(
             raise ValueError("no choices[0].message.content") from exc
         if not isinstance(content, str):
             raise ValueError("choices[0].message.content is not text")
-        return _match(content, labels), None
+        label = _match(content, labels)
+        try:
+            top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+        except (KeyError, IndexError, TypeError):
+            return label, None  # not asked for, or not given
+        return label, logprob_probabilities(top, labels)
     if not isinstance(data, dict) or not isinstance(data.get("label"), str):
         raise ValueError('no "label" in the answer')
     label = _match(data["label"], labels)

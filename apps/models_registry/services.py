@@ -133,6 +133,7 @@ ENDPOINT_CONFIG_FIELDS = (
     "timeout",
     "retries",
     "max_calls",
+    "logprobs",
 )
 logger = logging.getLogger(__name__)
 
@@ -523,6 +524,7 @@ def model_endpoint_save(
     timeout: float = 10.0,
     retries: int = 2,
     max_calls: int = 1000,
+    logprobs: bool = False,
 ) -> ModelEndpoint:
     """Configure (or reconfigure) the question's model endpoint, and ask for its labels.
 
@@ -545,6 +547,7 @@ def model_endpoint_save(
     if api_key is not None:
         endpoint.api_key = api_key.strip()
     endpoint.timeout, endpoint.retries, endpoint.max_calls = timeout, retries, max_calls
+    endpoint.logprobs = logprobs
     errors = _endpoint_errors(endpoint)
     try:
         endpoint.full_clean(exclude=["study", "question", "created_by", "run", "url"])
@@ -669,6 +672,7 @@ def _endpoint_pass(
         timeout=endpoint.timeout,
         prompt=question.prompt,
         allowed=_allowed_networks(),
+        logprobs=endpoint.logprobs,
     )
     specs = [EndpointLabel(label.key, label.name) for label in labels]
     queue = endpoint_queue(endpoint=endpoint)

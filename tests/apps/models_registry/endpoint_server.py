@@ -3,7 +3,8 @@
 A scikit-learn classifier (TF-IDF + logistic regression) trained on a study's answers, served by
 ``http.server.ThreadingHTTPServer`` in a thread on a free port, speaking both formats the studio
 calls: the plain JSON POST (``/json``) and OpenAI-compatible chat completions
-(``/v1/chat/completions``). Knobs make it fail on purpose: sleep past the time-out, answer with
+(``/v1/chat/completions``, with the first token's ``top_logprobs`` = log(predict_proba) when
+asked for ``logprobs``). Knobs make it fail on purpose: sleep past the time-out, answer with
 an HTTP status, answer garbage, or fail the first few requests only.
 """
 
@@ -109,9 +110,21 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 return
             if self.path == "/v1/chat/completions":
                 text = payload["messages"][-1]["content"].split("Item:\n", 1)[1]
-                label, _ = server.predict(text)
-                content = f"  {label.title()}.\n" if b.openai_case == "name" else label.upper()
-                answer = {"choices": [{"message": {"role": "assistant", "content": content}}]}
+                label, probabilities = server.predict(text)
+                shown = label.title if b.openai_case == "name" else label.upper
+                content = f"  {shown()}.\n" if b.openai_case == "name" else shown()
+                choice: dict[str, Any] = {"message": {"role": "assistant", "content": content}}
+                if payload.get("logprobs"):  # log(predict_proba) of the first token's keys
+                    ranked = sorted(probabilities.items(), key=lambda kv: -kv[1])
+                    top = [
+                        {
+                            "token": key.title() if b.openai_case == "name" else key.upper(),
+                            "logprob": float(np.log(p)),
+                        }
+                        for key, p in ranked[: payload["top_logprobs"]]
+                    ]
+                    choice["logprobs"] = {"content": [{"token": shown(), "top_logprobs": top}]}
+                answer = {"choices": [choice]}
             else:
                 label, probabilities = server.predict(payload["item"]["text"])
                 answer = {"label": label, "probabilities": probabilities}

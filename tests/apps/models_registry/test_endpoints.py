@@ -4,6 +4,8 @@ access control and the configuration's validation."""
 
 from __future__ import annotations
 
+import json
+import math
 import re
 import socket
 import ssl
@@ -22,6 +24,7 @@ from analytics import background
 from analytics.pipeline import JOBS, quality_sweep
 from apps.annotations.importing import FinishedAnnotation, annotations_import_finished
 from apps.items.models import Item
+from apps.models_registry.endpoints import EndpointLabel, read_answer
 from apps.models_registry.models import (
     EndpointCall,
     ItemPrediction,
@@ -190,6 +193,66 @@ def test_openai_compatible_endpoint_reads_the_label_from_the_chat_answer(served)
     ItemPrediction.objects.all().delete()
     model_endpoint_request(endpoint=endpoint)
     assert run_job(endpoint) == 30
+
+
+def test_openai_logprobs_become_the_label_probabilities(served):
+    study, question, _, server = served
+    endpoint = configure(
+        question, server, path="/v1/chat/completions", kind="openai", logprobs=True, max_calls=12
+    )
+    assert run_job(endpoint) == 12
+    body = server.requests[0]["body"]
+    assert (body["logprobs"], body["top_logprobs"]) == (True, 3)
+    found = stored(endpoint)
+    items = [item for item in study.items.order_by("position") if item.external_id in found]
+    # the oracle: the classifier's own probabilities, in its classes' order
+    expected = server.classifier.predict_proba([item.text for item in items])
+    classes = [str(c) for c in server.classifier.classes_]
+    for item, row in zip(items, expected, strict=True):
+        got = found[item.external_id].probabilities
+        assert got is not None
+        assert [got[key] for key in classes] == pytest.approx(list(row), abs=1e-9)
+        assert found[item.external_id].label.key == classes[int(np.argmax(row))]
+    # off (the default): the field is not sent, no probabilities
+    question_endpoint = configure(
+        question, server, path="/v1/chat/completions", kind="openai", model="plain"
+    )
+    server.requests.clear()
+    run_job(question_endpoint)
+    assert "logprobs" not in server.requests[0]["body"]
+    assert all(p.probabilities is None for p in stored(question_endpoint).values())
+
+
+def test_logprobs_are_matched_to_labels_and_renormalised():
+    labels = [EndpointLabel(k, k.title()) for k in ("negative", "neutral", "positive")]
+
+    def answer(top) -> bytes:
+        choice = {
+            "message": {"content": "positive"},
+            "logprobs": {"content": [{"token": "x", "top_logprobs": top}]},
+        }
+        return json.dumps({"choices": [choice]}).encode()
+
+    top = [
+        {"token": " Positive", "logprob": -0.2},
+        {"token": "pos", "logprob": -2.0},  # a label's first piece: not a label
+        {"token": "NEUTRAL.", "logprob": -3.0},
+        {"token": "positive", "logprob": -4.0},  # a second spelling adds to the same label
+    ]
+    label, probabilities = read_answer("openai", answer(top), labels=labels)
+    mass = {"positive": math.exp(-0.2) + math.exp(-4.0), "neutral": math.exp(-3.0)}
+    total = sum(mass.values())
+    assert label == "positive"
+    assert probabilities == pytest.approx(
+        {"negative": 0.0, "neutral": mass["neutral"] / total, "positive": mass["positive"] / total}
+    )
+    assert (
+        read_answer("openai", answer([{"token": "pos", "logprob": -0.1}]), labels=labels)[1] is None
+    )
+    with pytest.raises(ValueError, match="logprob <= 0"):
+        read_answer("openai", answer([{"token": "positive", "logprob": "high"}]), labels=labels)
+    with pytest.raises(ValueError, match="logprob <= 0"):
+        read_answer("openai", answer([{"token": "positive", "logprob": 0.5}]), labels=labels)
 
 
 def test_the_job_is_scheduled_after_the_commit(served, django_capture_on_commit_callbacks):
