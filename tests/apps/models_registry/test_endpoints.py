@@ -223,6 +223,20 @@ def test_openai_logprobs_become_the_label_probabilities(served):
     assert all(p.probabilities is None for p in stored(question_endpoint).values())
 
 
+def test_the_logprobs_option_through_the_api(api_client):
+    study, _ = running_study(n_items=2)
+    _as(api_client, study.created_by)
+    made = api_client.post(_api(study), {**GOOD, "kind": "openai"}, format="json")
+    assert made.status_code == 201, made.content
+    assert made.json()["logprobs"] is False
+    pk = made.json()["id"]
+    changed = api_client.patch(f"{_api(study)}{pk}/", {"logprobs": True}, format="json")
+    assert changed.status_code == 200, changed.content
+    assert changed.json()["logprobs"] is True
+    kept = api_client.patch(f"{_api(study)}{pk}/", {"timeout": 5}, format="json")
+    assert kept.json()["logprobs"] is True  # a PATCH without it keeps it
+
+
 def test_logprobs_are_matched_to_labels_and_renormalised():
     labels = [EndpointLabel(k, k.title()) for k in ("negative", "neutral", "positive")]
 
