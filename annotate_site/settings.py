@@ -297,6 +297,12 @@ MEDIA_X_SENDFILE = _env_bool("MEDIA_X_SENDFILE")
 UPLOAD_MAX_MEDIA_BYTES = int(os.environ.get("UPLOAD_MAX_MEDIA_BYTES", 50 * 1024 * 1024))
 UPLOAD_MAX_IMPORT_BYTES = int(os.environ.get("UPLOAD_MAX_IMPORT_BYTES", 50 * 1024 * 1024))
 UPLOAD_MAX_MODEL_RUN_BYTES = int(os.environ.get("UPLOAD_MAX_MODEL_RUN_BYTES", 100 * 1024 * 1024))
+# Model endpoints (docs/suggestions.md): a study manager chooses the URL the server calls, so
+# private, loopback and other non-public addresses are refused unless listed here (CIDRs or
+# host names, comma-separated, e.g. "127.0.0.1/32,::1/128" for a model served on this machine,
+# "192.168.1.0/24" for the lab's network); link-local (cloud metadata), unspecified and
+# multicast addresses are refused even when listed. Public addresses are always allowed.
+MODEL_ENDPOINT_ALLOWED_NETWORKS = _env_list("MODEL_ENDPOINT_ALLOWED_NETWORKS")
 # Minutes a recruited arrival keeps its place without consenting (apps/recruitment/services.py)
 RECRUITMENT_RESERVATION_MINUTES = int(os.environ.get("RECRUITMENT_RESERVATION_MINUTES", 30))
 # Repeats (test-retest): at most this many per annotator, and never of a stimulus longer than

@@ -92,6 +92,12 @@ class ModelEndpointForm(ServiceFormMixin, forms.Form):
     max_calls = forms.IntegerField(
         label="Call budget", initial=1000, help_text="HTTP requests in all, retries included."
     )
+    logprobs = forms.BooleanField(
+        label="Ask for log-probabilities",
+        required=False,
+        help_text="OpenAI format: store the label tokens' probabilities (logprobs); leave off "
+        "for servers that refuse the field.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # its own ids: the page's upload form has a "version" field too

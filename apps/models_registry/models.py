@@ -248,6 +248,11 @@ class ModelEndpoint(models.Model):
     timeout = models.FloatField(default=10.0)
     retries = models.PositiveSmallIntegerField(default=2)
     max_calls = models.PositiveIntegerField(default=1000)
+    logprobs = models.BooleanField(
+        default=False,
+        help_text="OpenAI format: ask for the label tokens' log-probabilities and store them as "
+        "the label probabilities (some servers refuse the field).",
+    )
     calls_made = models.PositiveIntegerField(default=0, editable=False)
     run = models.ForeignKey(
         ModelRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -284,6 +289,7 @@ class EndpointCall(models.Model):
         HTTP = "http", "HTTP error"
         MALFORMED = "malformed", "malformed answer"
         UNREACHABLE = "unreachable", "unreachable"
+        REFUSED = "refused", "refused (address not allowed)"
 
     endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.CASCADE, related_name="calls")
     run = models.ForeignKey(ModelRun, on_delete=models.CASCADE, related_name="+")

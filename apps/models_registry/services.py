@@ -50,12 +50,14 @@ from apps.continuous.config import trace_settings
 from apps.continuous.models import VALUE_DTYPE, pack
 from apps.items.models import Item
 from apps.models_registry.endpoints import (
+    AllowedNetworks,
     EndpointAnswer,
     EndpointConfig,
     EndpointItem,
     EndpointLabel,
     endpoint_request,
     resolve_api_key,
+    url_refusal,
 )
 from apps.models_registry.evaluation import evaluate_run, evaluate_trace_run
 from apps.models_registry.importing import (
@@ -131,6 +133,7 @@ ENDPOINT_CONFIG_FIELDS = (
     "timeout",
     "retries",
     "max_calls",
+    "logprobs",
 )
 logger = logging.getLogger(__name__)
 
@@ -475,13 +478,24 @@ def model_run_delete(*, run: ModelRun) -> None:
 # ----------------------------------------------------------------- model endpoints (issue 28)
 
 
+def _allowed_networks() -> AllowedNetworks:
+    """The non-public networks and names endpoints may be called at
+    (``settings.MODEL_ENDPOINT_ALLOWED_NETWORKS``; none by default)."""
+    return AllowedNetworks.parse(getattr(settings, "MODEL_ENDPOINT_ALLOWED_NETWORKS", ()))
+
+
 def _endpoint_errors(endpoint: ModelEndpoint) -> dict[str, list[str]]:
-    """Field messages for a configuration that cannot work."""
+    """Field messages for a configuration that cannot work, or whose URL's address the server
+    may not call (it is checked again on every call)."""
     errors: dict[str, list[str]] = {}
     try:
         URLValidator(schemes=["http", "https"])(endpoint.url)
     except ValidationError:
         errors["url"] = ["Give an http:// or https:// URL."]
+    else:
+        refusal = url_refusal(endpoint.url, allowed=_allowed_networks())
+        if refusal:
+            errors["url"] = [f"The server may not call this URL: {refusal}."]
     low, high = ENDPOINT_TIMEOUT_RANGE
     if not low <= endpoint.timeout <= high:
         errors["timeout"] = [f"The time-out lies between {low:g} and {high:g} seconds."]
@@ -510,6 +524,7 @@ def model_endpoint_save(
     timeout: float = 10.0,
     retries: int = 2,
     max_calls: int = 1000,
+    logprobs: bool = False,
 ) -> ModelEndpoint:
     """Configure (or reconfigure) the question's model endpoint, and ask for its labels.
 
@@ -532,6 +547,7 @@ def model_endpoint_save(
     if api_key is not None:
         endpoint.api_key = api_key.strip()
     endpoint.timeout, endpoint.retries, endpoint.max_calls = timeout, retries, max_calls
+    endpoint.logprobs = logprobs
     errors = _endpoint_errors(endpoint)
     try:
         endpoint.full_clean(exclude=["study", "question", "created_by", "run", "url"])
@@ -655,6 +671,8 @@ def _endpoint_pass(
         api_key=resolve_api_key(api_key=endpoint.api_key, api_key_env=endpoint.api_key_env),
         timeout=endpoint.timeout,
         prompt=question.prompt,
+        allowed=_allowed_networks(),
+        logprobs=endpoint.logprobs,
     )
     specs = [EndpointLabel(label.key, label.name) for label in labels]
     queue = endpoint_queue(endpoint=endpoint)
@@ -671,6 +689,8 @@ def _endpoint_pass(
             asked += 1
             if answer is None:
                 return stored, False  # the budget is spent: the status says so
+            if answer.outcome == EndpointCall.Outcome.REFUSED:
+                return stored, False  # the address is refused: its status says so
             if answer.outcome == EndpointCall.Outcome.OK:
                 stored += len(
                     ItemPrediction.objects.bulk_create(

@@ -24,6 +24,7 @@ def test_the_manager_configures_an_endpoint_and_the_annotator_sees_its_suggestio
     open_page, sign_in, screenshot, settings
 ):
     settings.MODEL_ENDPOINT_BACKOFF = 0
+    settings.MODEL_ENDPOINT_ALLOWED_NETWORKS = ["127.0.0.1/32"]  # the model served on loopback
     study, question, _ = text_study(n_items=12, n_answered=9)
     classifier = train_on_answers(question)
     with model_server(classifier) as server:

@@ -287,6 +287,12 @@ class EndpointWriteSerializer(serializers.Serializer):
         default=1000,
         help_text="Call budget: HTTP requests (retries included) allowed in all.",
     )
+    logprobs = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="`openai` format: send `logprobs: true, top_logprobs: <labels>` and store "
+        "the label tokens' probabilities (renormalised over the labels found).",
+    )
 
 
 class EndpointFailureSerializer(serializers.Serializer):
@@ -345,6 +351,7 @@ class EndpointSerializer(serializers.ModelSerializer):
             "timeout",
             "retries",
             "max_calls",
+            "logprobs",
             "calls_made",
             "budget_left",
             "run",

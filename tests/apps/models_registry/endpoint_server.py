@@ -3,19 +3,23 @@
 A scikit-learn classifier (TF-IDF + logistic regression) trained on a study's answers, served by
 ``http.server.ThreadingHTTPServer`` in a thread on a free port, speaking both formats the studio
 calls: the plain JSON POST (``/json``) and OpenAI-compatible chat completions
-(``/v1/chat/completions``). Knobs make it fail on purpose: sleep past the time-out, answer with
+(``/v1/chat/completions``, with the first token's ``top_logprobs`` = log(predict_proba) when
+asked for ``logprobs``). Knobs make it fail on purpose: sleep past the time-out, answer with
 an HTTP status, answer garbage, or fail the first few requests only.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -106,9 +110,21 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 return
             if self.path == "/v1/chat/completions":
                 text = payload["messages"][-1]["content"].split("Item:\n", 1)[1]
-                label, _ = server.predict(text)
-                content = f"  {label.title()}.\n" if b.openai_case == "name" else label.upper()
-                answer = {"choices": [{"message": {"role": "assistant", "content": content}}]}
+                label, probabilities = server.predict(text)
+                shown = label.title if b.openai_case == "name" else label.upper
+                content = f"  {shown()}.\n" if b.openai_case == "name" else shown()
+                choice: dict[str, Any] = {"message": {"role": "assistant", "content": content}}
+                if payload.get("logprobs"):  # log(predict_proba) of the first token's keys
+                    ranked = sorted(probabilities.items(), key=lambda kv: -kv[1])
+                    top = [
+                        {
+                            "token": key.title() if b.openai_case == "name" else key.upper(),
+                            "logprob": float(np.log(p)),
+                        }
+                        for key, p in ranked[: payload["top_logprobs"]]
+                    ]
+                    choice["logprobs"] = {"content": [{"token": shown(), "top_logprobs": top}]}
+                answer = {"choices": [choice]}
             else:
                 label, probabilities = server.predict(payload["item"]["text"])
                 answer = {"label": label, "probabilities": probabilities}
@@ -117,13 +133,56 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def self_signed_localhost(directory: Path) -> tuple[Path, Path]:
+    """``(certificate, key)`` PEM files of a self-signed certificate naming ``localhost`` only
+    (no IP address), written in ``directory``."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "localhost.pem", directory / "localhost.key"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
 @contextmanager
-def model_server(classifier: Pipeline) -> Iterator[ModelServer]:
-    """The classifier served on a free port of 127.0.0.1 until the block ends."""
+def model_server(
+    classifier: Pipeline, *, tls: tuple[Path, Path] | None = None
+) -> Iterator[ModelServer]:
+    """The classifier served on a free port of 127.0.0.1 until the block ends; over TLS with
+    ``tls`` = ``(certificate, key)`` files (its ``url`` then names ``localhost``)."""
     served = ModelServer(classifier=classifier, url="")
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(served))
     httpd.daemon_threads = True
     served.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+        served.url = f"https://localhost:{httpd.server_address[1]}"
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
     try:

@@ -4,7 +4,11 @@ access control and the configuration's validation."""
 
 from __future__ import annotations
 
+import json
+import math
 import re
+import socket
+import ssl
 import time
 from datetime import timedelta
 
@@ -20,6 +24,7 @@ from analytics import background
 from analytics.pipeline import JOBS, quality_sweep
 from apps.annotations.importing import FinishedAnnotation, annotations_import_finished
 from apps.items.models import Item
+from apps.models_registry.endpoints import EndpointLabel, read_answer
 from apps.models_registry.models import (
     EndpointCall,
     ItemPrediction,
@@ -45,7 +50,11 @@ from apps.models_registry.suggestions import suggestion_drawn
 from apps.studies.models import Membership
 from apps.studies.services import membership_add, question_update
 from tests.apps.annotations.test_views import queue_url
-from tests.apps.models_registry.endpoint_server import model_server, train_on_answers
+from tests.apps.models_registry.endpoint_server import (
+    model_server,
+    self_signed_localhost,
+    train_on_answers,
+)
 from tests.apps.models_registry.simulation import jsonl
 from tests.factories import UserFactory, running_study
 
@@ -62,6 +71,8 @@ KEYS = list(WORDS)
 @pytest.fixture(autouse=True)
 def _no_backoff(settings):
     settings.MODEL_ENDPOINT_BACKOFF = 0
+    # the served classifier listens on loopback: refused unless listed (as a lab lists it)
+    settings.MODEL_ENDPOINT_ALLOWED_NETWORKS = ["127.0.0.1/32"]
 
 
 def text_study(*, n_items: int = 30, n_answered: int = 18, seed: int = 3):
@@ -182,6 +193,80 @@ def test_openai_compatible_endpoint_reads_the_label_from_the_chat_answer(served)
     ItemPrediction.objects.all().delete()
     model_endpoint_request(endpoint=endpoint)
     assert run_job(endpoint) == 30
+
+
+def test_openai_logprobs_become_the_label_probabilities(served):
+    study, question, _, server = served
+    endpoint = configure(
+        question, server, path="/v1/chat/completions", kind="openai", logprobs=True, max_calls=12
+    )
+    assert run_job(endpoint) == 12
+    body = server.requests[0]["body"]
+    assert (body["logprobs"], body["top_logprobs"]) == (True, 3)
+    found = stored(endpoint)
+    items = [item for item in study.items.order_by("position") if item.external_id in found]
+    # the oracle: the classifier's own probabilities, in its classes' order
+    expected = server.classifier.predict_proba([item.text for item in items])
+    classes = [str(c) for c in server.classifier.classes_]
+    for item, row in zip(items, expected, strict=True):
+        got = found[item.external_id].probabilities
+        assert got is not None
+        assert [got[key] for key in classes] == pytest.approx(list(row), abs=1e-9)
+        assert found[item.external_id].label.key == classes[int(np.argmax(row))]
+    # off (the default): the field is not sent, no probabilities
+    question_endpoint = configure(
+        question, server, path="/v1/chat/completions", kind="openai", model="plain"
+    )
+    server.requests.clear()
+    run_job(question_endpoint)
+    assert "logprobs" not in server.requests[0]["body"]
+    assert all(p.probabilities is None for p in stored(question_endpoint).values())
+
+
+def test_the_logprobs_option_through_the_api(api_client):
+    study, _ = running_study(n_items=2)
+    _as(api_client, study.created_by)
+    made = api_client.post(_api(study), {**GOOD, "kind": "openai"}, format="json")
+    assert made.status_code == 201, made.content
+    assert made.json()["logprobs"] is False
+    pk = made.json()["id"]
+    changed = api_client.patch(f"{_api(study)}{pk}/", {"logprobs": True}, format="json")
+    assert changed.status_code == 200, changed.content
+    assert changed.json()["logprobs"] is True
+    kept = api_client.patch(f"{_api(study)}{pk}/", {"timeout": 5}, format="json")
+    assert kept.json()["logprobs"] is True  # a PATCH without it keeps it
+
+
+def test_logprobs_are_matched_to_labels_and_renormalised():
+    labels = [EndpointLabel(k, k.title()) for k in ("negative", "neutral", "positive")]
+
+    def answer(top) -> bytes:
+        choice = {
+            "message": {"content": "positive"},
+            "logprobs": {"content": [{"token": "x", "top_logprobs": top}]},
+        }
+        return json.dumps({"choices": [choice]}).encode()
+
+    top = [
+        {"token": " Positive", "logprob": -0.2},
+        {"token": "pos", "logprob": -2.0},  # a label's first piece: not a label
+        {"token": "NEUTRAL.", "logprob": -3.0},
+        {"token": "positive", "logprob": -4.0},  # a second spelling adds to the same label
+    ]
+    label, probabilities = read_answer("openai", answer(top), labels=labels)
+    mass = {"positive": math.exp(-0.2) + math.exp(-4.0), "neutral": math.exp(-3.0)}
+    total = sum(mass.values())
+    assert label == "positive"
+    assert probabilities == pytest.approx(
+        {"negative": 0.0, "neutral": mass["neutral"] / total, "positive": mass["positive"] / total}
+    )
+    assert (
+        read_answer("openai", answer([{"token": "pos", "logprob": -0.1}]), labels=labels)[1] is None
+    )
+    with pytest.raises(ValueError, match="logprob <= 0"):
+        read_answer("openai", answer([{"token": "positive", "logprob": "high"}]), labels=labels)
+    with pytest.raises(ValueError, match="logprob <= 0"):
+        read_answer("openai", answer([{"token": "positive", "logprob": 0.5}]), labels=labels)
 
 
 def test_the_job_is_scheduled_after_the_commit(served, django_capture_on_commit_callbacks):
@@ -714,3 +799,214 @@ def test_a_queue_ordered_by_the_endpoints_uncertainty_follows_its_new_labels(
     state.refresh_from_db()
     assert (state.mode, state.fallback) == ("uncertainty", "")
     assert state.n_ordered > 0  # the open items, placed by the endpoint's entropy
+
+
+# ---------- addresses the server may not call (SSRF) ----------
+
+METADATA = "http://169.254.169.254/latest/meta-data/"
+
+
+def _resolving(monkeypatch, names: dict[str, str]) -> list[str]:
+    """``socket.getaddrinfo`` answering ``names`` (host -> IP) and the real resolver for the
+    rest; returns the list of names asked about."""
+    real = socket.getaddrinfo
+    asked: list[str] = []
+
+    def fake(host, port, *args, **kwargs):
+        asked.append(host)
+        if host in names:
+            ip = names[host]
+            family = socket.AF_INET6 if ":" in ip else socket.AF_INET
+            return [(family, socket.SOCK_STREAM, 6, "", (ip, port or 80))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+    return asked
+
+
+def _no_connection(monkeypatch) -> list[object]:
+    """Record every outgoing connection attempt (and make none)."""
+    attempts: list[object] = []
+
+    def refuse(address, *args, **kwargs):
+        attempts.append(address)
+        raise ConnectionRefusedError("the test allows no connection")
+
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    return attempts
+
+
+def _pointed_at(endpoint, url: str) -> None:
+    """An endpoint saved before the guard existed (or whose name now resolves elsewhere)."""
+    ModelEndpoint.objects.filter(pk=endpoint.pk).update(url=url)
+    endpoint.refresh_from_db()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        METADATA,
+        "http://[fe80::1]/x",
+        "http://[::ffff:169.254.169.254]/x",  # the metadata address mapped into IPv6
+        "http://0.0.0.0:8000/x",
+        "http://224.0.0.1/x",
+    ],
+)
+def test_link_local_unspecified_and_multicast_addresses_are_refused_even_when_listed(
+    api_client, settings, url
+):
+    settings.MODEL_ENDPOINT_ALLOWED_NETWORKS = ["0.0.0.0/0", "::/0"]
+    study, _ = running_study(n_items=2)
+    _as(api_client, study.created_by)
+    answer = api_client.post(_api(study), {**GOOD, "url": url}, format="json")
+    assert answer.status_code == 400, answer.content
+    assert "may not be called" in str(answer.json()["url"])
+    assert not ModelEndpoint.objects.exists()
+
+
+def test_the_metadata_address_is_refused_at_call_time_without_a_connection(
+    served, monkeypatch, settings
+):
+    _, question, _, server = served
+    endpoint = configure(question, server, max_calls=10)
+    _pointed_at(endpoint, METADATA)
+    attempts = _no_connection(monkeypatch)
+    assert run_job(endpoint) == 0
+    assert attempts == []
+    calls = list(EndpointCall.objects.all())
+    # refused, not retried, and the pass stops there instead of spending the budget
+    assert [(c.outcome, c.attempt) for c in calls] == [("refused", 1)]
+    assert "169.254.169.254" in calls[0].detail
+    status = endpoint_status(endpoint=endpoint)
+    assert [f.reason for f in status.failures] == ["refused (address not allowed)"]
+
+
+def test_loopback_is_refused_unless_listed(api_client, settings):
+    settings.MODEL_ENDPOINT_ALLOWED_NETWORKS = []
+    study, _ = running_study(n_items=2)
+    _as(api_client, study.created_by)
+    for url in ("http://127.0.0.1:8000/json", "http://10.1.2.3/json", "http://[::1]:80/json"):
+        answer = api_client.post(_api(study), {**GOOD, "url": url}, format="json")
+        assert answer.status_code == 400, url
+        assert "MODEL_ENDPOINT_ALLOWED_NETWORKS" in str(answer.json()["url"])
+    settings.MODEL_ENDPOINT_ALLOWED_NETWORKS = ["10.0.0.0/8", "127.0.0.1/32"]
+    made = api_client.post(_api(study), {**GOOD, "url": "http://10.1.2.3/json"}, format="json")
+    assert made.status_code == 201, made.content
+
+
+def test_loopback_listed_by_name_is_called(served, settings):
+    _, question, _, server = served
+    settings.MODEL_ENDPOINT_ALLOWED_NETWORKS = ["localhost"]
+    port = server.url.rsplit(":", 1)[1]
+    endpoint = model_endpoint_save(
+        question=question,
+        created_by=question.study.created_by,
+        kind="json",
+        url=f"http://localhost:{port}/json",
+        model="m",
+        max_calls=2,
+    )
+    run_job(endpoint)
+    assert [c.outcome for c in EndpointCall.objects.all()] == ["ok", "ok"]
+
+
+def test_a_hostname_resolving_to_a_private_address_is_refused(
+    api_client, served, monkeypatch, settings
+):
+    study, question, _, server = served
+    asked = _resolving(monkeypatch, {"models.lab.example": "10.0.0.5"})
+    _as(api_client, study.created_by)
+    url = "http://models.lab.example/json"
+    answer = api_client.post(_api(study), {**GOOD, "url": url}, format="json")
+    assert answer.status_code == 400, answer.content
+    assert "10.0.0.5" in str(answer.json()["url"])
+    assert "models.lab.example" in asked
+    # at call time too: a name that resolved to a public address when saved, privately now
+    endpoint = configure(question, server, max_calls=10)
+    _pointed_at(endpoint, "http://models.lab.example:8080/json")
+    attempts = _no_connection(monkeypatch)
+    run_job(endpoint)
+    assert attempts == []
+    call = EndpointCall.objects.get()
+    assert call.outcome == "refused"
+    assert "10.0.0.5" in call.detail
+
+
+def test_a_socket_whose_peer_is_not_allowed_sends_nothing(served, monkeypatch, settings):
+    """The name resolves to a public address, but the connection lands on loopback (as a
+    rebinding resolver or a redirecting network could arrange): the socket's peer address
+    is checked before the request is sent."""
+    _, question, _, server = served
+    endpoint = configure(question, server, max_calls=10)
+    port = int(server.url.rsplit(":", 1)[1])
+    _pointed_at(endpoint, f"http://public.example:{port}/json")
+    _resolving(monkeypatch, {"public.example": "93.184.215.14"})
+    real = socket.create_connection
+    dialled: list[object] = []
+
+    def elsewhere(address, *args, **kwargs):
+        dialled.append(address)
+        return real(("127.0.0.1", port), *args, **kwargs)
+
+    monkeypatch.setattr(socket, "create_connection", elsewhere)
+    settings.MODEL_ENDPOINT_ALLOWED_NETWORKS = []
+    run_job(endpoint)
+    assert dialled == [("93.184.215.14", port)]  # the checked address, not the name
+    assert server.requests == []
+    call = EndpointCall.objects.get()
+    assert call.outcome == "refused"
+    assert "127.0.0.1" in call.detail
+
+
+def test_a_name_resolving_to_loopback_is_called_only_when_listed(served, monkeypatch, settings):
+    _, question, _, server = served
+    endpoint = configure(question, server, max_calls=10)
+    port = int(server.url.rsplit(":", 1)[1])
+    _pointed_at(endpoint, f"http://rebind.example:{port}/json")
+    _resolving(monkeypatch, {"rebind.example": "127.0.0.1"})
+    settings.MODEL_ENDPOINT_ALLOWED_NETWORKS = []
+    run_job(endpoint)
+    assert server.requests == []
+    assert EndpointCall.objects.get().outcome == "refused"
+    # listed: the same name is called, at the address it resolved to
+    settings.MODEL_ENDPOINT_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    model_endpoint_request(endpoint=endpoint)
+    assert run_job(endpoint) > 0
+    assert server.requests
+
+
+def test_https_goes_through_the_checked_connection_and_verifies_the_name(
+    monkeypatch, settings, tmp_path
+):
+    """Over TLS the socket is checked as over HTTP, and the certificate is still verified
+    against the URL's name (the certificate names ``localhost``, not 127.0.0.1)."""
+    _, question, _ = text_study(n_items=3, n_answered=3)
+    certificate, key = self_signed_localhost(tmp_path)
+    trusting = ssl.create_default_context(cafile=str(certificate))
+    monkeypatch.setattr(ssl, "_create_default_https_context", lambda *a, **k: trusting)
+    settings.MODEL_ENDPOINT_ALLOWED_NETWORKS = ["127.0.0.1/32", "::1/128"]  # localhost
+    with model_server(train_on_answers(question), tls=(certificate, key)) as server:
+        assert server.url.startswith("https://localhost:")
+        endpoint = configure(question, server, max_calls=10)
+        assert run_job(endpoint) == 3
+        assert len(server.requests) == 3
+        # not listed: refused before the handshake
+        settings.MODEL_ENDPOINT_ALLOWED_NETWORKS = []
+        ItemPrediction.objects.all().delete()
+        model_endpoint_request(endpoint=endpoint)
+        assert run_job(endpoint) == 0
+        assert len(server.requests) == 3
+        assert EndpointCall.objects.order_by("id").last().outcome == "refused"
+
+
+def test_a_public_address_is_accepted_at_save(api_client, monkeypatch):
+    _resolving(monkeypatch, {"api.models.example": "93.184.215.14"})
+    study, _ = running_study(n_items=2)
+    _as(api_client, study.created_by)
+    made = api_client.post(
+        _api(study), {**GOOD, "url": "https://93.184.215.14/v1/chat/completions"}, format="json"
+    )
+    assert made.status_code == 201, made.content
+    url = "https://api.models.example/v1"
+    changed = api_client.patch(f"{_api(study)}{made.json()['id']}/", {"url": url}, format="json")
+    assert changed.status_code == 200, changed.content
