@@ -103,6 +103,11 @@ PAGES: dict[str, Page] = {
     "preferences:preferences_file": Page(
         MANAGERS, _with(question_key=lambda s: "pair", fmt=lambda s: "parquet")
     ),
+    "arena:arena": Page(ANNOTATORS, _with(question_key=lambda s: "arena")),
+    "arena:results": Page(MANAGERS, _with(question_key=lambda s: "arena")),
+    "arena:preferences_file": Page(
+        MANAGERS, _with(question_key=lambda s: "arena", fmt=lambda s: "jsonl")
+    ),
     "continuous:traces": Page(MANAGERS, _with(question_key=lambda s: "trace")),
     "continuous:record_next": Page(ANNOTATORS, _with(question_key=lambda s: "trace")),
     "continuous:record": Page(
@@ -230,6 +235,7 @@ def _site() -> Site:
     study = sim.study
     question_create(study=study, key="trace", prompt="How intense?", kind=Question.Kind.CONTINUOUS)
     question_create(study=study, key="pair", prompt="Which reads better?", kind="pairwise")
+    question_create(study=study, key="arena", prompt="Which answer is better?", kind="arena")
     annotator = study.memberships.get(user__username=sim.usernames[0]).user
     assignment = Assignment.objects.filter(study=study, annotator=annotator).first()
     item = assignment.item
