@@ -5,8 +5,9 @@ its own, as many at once as requests are in flight. The GIL lets one of them com
 so 32 requests in one process ran 32 threads that each held a database connection and took
 turns: none finished sooner, and the PostgreSQL pool ran dry (``PoolTimeout``, 503). Here a
 request waits for a slot in the event loop (a cheap coroutine, first come first served) once
-its body has arrived, and holds it until its response has been sent; bodies still streaming
-in hold none. The pool is sized to the slots (``annotate_site.settings``), so a request that
+its body has arrived, and holds it until its response has been sent, or until a streaming
+response sends its first chunk (a slow download holds none); bodies still streaming in hold
+none. The pool is sized to the slots (``annotate_site.settings``), so a request that
 has a slot always finds a connection.
 """
 
@@ -46,8 +47,17 @@ class RequestSlots:
                 holding = True
             return message
 
+        async def send_then_release(message: Message) -> None:
+            nonlocal holding
+            await send(message)
+            # a body that streams has left the view's thread (Django consumes a synchronous
+            # iterator before the first chunk): a slow download holds no slot
+            if holding and message["type"] == "http.response.body" and message.get("more_body"):
+                holding = False
+                semaphore.release()
+
         try:
-            await self.app(scope, receive_then_wait, send)
+            await self.app(scope, receive_then_wait, send_then_release)
         finally:
             if holding:
                 semaphore.release()

@@ -192,7 +192,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # the size instead; 0: no pool), so a request never waits for a connection another thread
 # could have returned: a pool of 8 under 16 concurrent requests per process answered 503
 # (PoolTimeout after 5 s) without any fault.
-WEB_THREADS = int(os.environ.get("WEB_THREADS", "8"))
+# On SQLite every write waits for the one write lock, and more threads only contend for the
+# GIL while one of them holds it: 2 served 15-60 % more answers per second than 8 at 32
+# clients (docs/benchmarks.md); on PostgreSQL the two measured alike. A streaming response
+# gives its slot back at its first chunk, so slow downloads do not fill the slots.
+_SQLITE = DATABASES["default"]["ENGINE"].endswith("sqlite")
+WEB_THREADS = int(os.environ.get("WEB_THREADS", "2" if _SQLITE else "8"))
 ASYNC_THREADS = int(os.environ.get("ASYNC_THREADS", "4"))
 # On SQLite the same number is how many idle connections a process keeps for the next request
 # (annotate_site/sqlite/base.py: opening one costs 0.9 ms of CPU).

@@ -64,3 +64,18 @@ def test_each_xdist_worker_tests_on_its_own_sqlite_database_in_memory(monkeypatc
     creation = DatabaseWrapper(settings.DATABASES["default"], "default").creation
     test_name = creation._get_test_db_name()
     assert creation.is_in_memory_db(test_name), test_name
+
+
+@pytest.mark.parametrize(
+    ("variables", "threads"),
+    [
+        ({}, 2),  # SQLite: one write lock; more threads only contend for the GIL
+        ({"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/studio"}, 8),
+        ({"WEB_THREADS": "5"}, 5),
+    ],
+)
+def test_request_slots_default_to_the_database(tmp_path: Path, variables, threads) -> None:
+    show = "from django.conf import settings; print('WEB_THREADS=%d' % settings.WEB_THREADS)"
+    result = manage("shell", "-c", show, env=child_env(tmp_path, **variables))
+    assert result.returncode == 0, result.stderr
+    assert f"WEB_THREADS={threads}" in result.stdout.splitlines()
