@@ -452,6 +452,9 @@ QUALITY_INTERVAL_SECONDS = int(os.environ.get("QUALITY_INTERVAL_SECONDS", "120")
 # own (analytics.intervals.intervals_request) and carries the last set meanwhile; the quality
 # worker sets it, so a bootstrap of seconds never holds the other live updates.
 QUALITY_INTERVALS_APART = False
+# How long a web process reuses an arena question's pooled reads (every vote and prompt, the
+# Bradley-Terry fit) to choose annotators' next pairs (apps/arena/selectors.py); 0: never.
+ARENA_POOL_SECONDS = float(os.environ.get("ARENA_POOL_SECONDS", "5"))
 QUALITY_MIN_EVIDENCE = int(os.environ.get("QUALITY_MIN_EVIDENCE", "20"))
 QUALITY_MIN_REPEATS = int(os.environ.get("QUALITY_MIN_REPEATS", "10"))
 QUALITY_MIN_OVERLAP = int(os.environ.get("QUALITY_MIN_OVERLAP", "10"))

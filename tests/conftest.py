@@ -103,6 +103,7 @@ QUALITY_IN_TESTS = {
     "QUALITY_SWEEP_INTERVAL": 0,
     "QUALITY_INTERVAL_SECONDS": 0,
     "QUALITY_FORECAST_INTERVAL": 0,  # the forecast retrained after every update
+    "ARENA_POOL_SECONDS": 0,  # the arena's next pair from every vote so far
 }
 
 

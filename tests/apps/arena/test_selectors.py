@@ -222,3 +222,44 @@ def test_an_exhausted_active_pair_falls_back_to_an_open_pair_of_the_annotator(mo
     task = arena_state(question=arena.question, annotator=user).task
     assert task.how == "fallback"
     assert {task.model_a, task.model_b} != {"alpaca", "bison"}  # never asked twice
+
+
+def test_the_pooled_reads_are_made_once_per_window_and_an_annotators_own_votes_fresh(
+    monkeypatch, settings
+):
+    """The next pair read every vote and prompt of the question and refitted the ranking on
+    every request (0.2-0.5 s at 5,000 votes, growing with the votes). Within
+    ``ARENA_POOL_SECONDS`` a process reuses them; an annotator's own votes are read each time,
+    so no (prompt, pair) is asked twice."""
+    from apps.arena import selectors
+
+    settings.ARENA_POOL_SECONDS = 60
+    selectors._POOLED.clear()
+    fits = []
+    original = selectors.next_model_pair
+    monkeypatch.setattr(
+        selectors, "next_model_pair", lambda *a, **k: fits.append(1) or original(*a, **k)
+    )
+    arena = make_arena_study(n_prompts=2, n_annotators=2)
+    user = arena.annotators[0]
+    seen = set()
+    for _ in range(2 * N_PAIRS):
+        task = arena_state(question=arena.question, annotator=user).task
+        key = (task.item.pk, frozenset((task.model_a, task.model_b)))
+        assert key not in seen  # the annotator's own votes are always current
+        seen.add(key)
+        arena_vote_record(
+            question=arena.question,
+            annotator=user,
+            item_id=task.item.pk,
+            model_a=task.model_a,
+            model_b=task.model_b,
+            outcome=truthful(task.model_a, task.model_b),
+            idempotency_key=uuid.uuid4(),
+        )
+    assert arena_state(question=arena.question, annotator=user).task is None
+    assert arena_state(question=arena.question, annotator=arena.annotators[1]).task is not None
+    assert len(fits) == 1  # one fit for all those requests
+    settings.ARENA_POOL_SECONDS = 0
+    arena_state(question=arena.question, annotator=arena.annotators[1])
+    assert len(fits) == 2
