@@ -238,11 +238,12 @@ def test_a_killed_process_is_restarted_alone_and_sigterm_stops_everything(
     assert two_webs.worker_pids() == workers
 
     os.kill(workers[0], signal.SIGKILL)  # the quality worker, too, comes back alone
-    for _ in range(100):
+    deadline = time.monotonic() + 15  # a loaded CI machine (two test workers beside it)
+    while time.monotonic() < deadline:
         if two_webs.worker_pids() and two_webs.worker_pids() != workers:
             break
         time.sleep(0.05)
-    assert two_webs.worker_pids()
+    assert two_webs.worker_pids(), two_webs.log.read_text()[-2000:]
     assert two_webs.worker_pids() != workers
     assert "web.1 (pid" in two_webs.log.read_text()
 
