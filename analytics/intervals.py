@@ -189,7 +189,7 @@ def _due(
 ) -> bool:
     """Whether the last set is older than ``seconds`` or rests on fewer than half the answers
     now counted (early sets are cheap and outgrown fast: recomputed at 1, 2, 4, ... answers)."""
-    last = (previous.indicators.get("study", {}) if previous else {}).get("intervals")
+    last = _stored(previous)
     if last is None:
         return True
     age = now - dt.datetime.fromisoformat(last["computed_at"])
@@ -263,10 +263,16 @@ def intervals_carry(
     _values_of_interval_figures(derived, kind.indicators)
 
 
+def _stored(snapshot: QualitySnapshot | None) -> dict[str, Any] | None:
+    """The snapshot's record of its intervals (``computed_at``, ``n_answers``, ...), if any."""
+    study = snapshot.indicators.get("study", {}) if snapshot is not None else {}
+    return study.get("intervals")
+
+
 def computed_at(snapshot: QualitySnapshot | None) -> str | None:
     """When the snapshot's intervals were computed (``None``: it has none)."""
-    study = snapshot.indicators.get("study", {}) if snapshot is not None else {}
-    return study.get("intervals", {}).get("computed_at")
+    last = _stored(snapshot)
+    return None if last is None else last.get("computed_at")
 
 
 def intervals_request(question_id: int) -> None:
