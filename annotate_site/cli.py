@@ -117,23 +117,30 @@ def prod() -> NoReturn:
 
 
 def supervise(*, port: int, proxy_headers: bool) -> int:
-    """Bind 127.0.0.1:``port`` once and run the web processes on it and the quality workers
-    beside them under :class:`~annotate_site.supervisor.Supervisor`; its exit code."""
+    """Listen on 127.0.0.1:``port`` and run the web processes on it and the quality workers
+    beside them under :class:`~annotate_site.supervisor.Supervisor`; its exit code.
+
+    On Linux each web process gets a listening socket of its own on the port
+    (``SO_REUSEPORT``): the kernel spreads new connections evenly over the processes, where one
+    shared socket let the first process to accept take nearly all of a burst of keep-alive
+    connections (measured: one process at 88 % of a core, the other idle; 128 answers/s against
+    174 spread). The sockets are opened here and kept for the supervisor's life, so the
+    connections that reach a process that crashed wait in its socket's queue for its restart
+    (about 2 s) instead of being reset. Elsewhere the processes share one socket.
+    """
     web, workers = _env_int("WEB_CONCURRENCY", 2), _env_int("QUALITY_WORKERS", 1)
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    spread = sys.platform == "linux"
     try:
-        listener.bind(("127.0.0.1", port))
+        _listener(port, reuse_port=False).close()  # anything on the port (a studio too) stops here
+        listeners = [_listener(port, reuse_port=spread) for _ in range(web if spread else 1)]
     except OSError as exc:
         sys.exit(f"error: cannot listen on 127.0.0.1:{port} ({exc.strerror}); set PORT.")
-    listener.listen(2048)
-    listener.set_inheritable(True)
-    fd = str(listener.fileno())
-    web_command = [sys.executable, "-m", "annotate_site.webserver", "--fd", fd]
-    programs = [
-        Program(f"web.{n}", [*web_command, *(["--proxy-headers"] * proxy_headers)], (int(fd),))
-        for n in range(1, web + 1)
-    ]
+    web_command = [sys.executable, "-m", "annotate_site.webserver"]
+    web_command += ["--proxy-headers"] * proxy_headers
+    programs = []
+    for n in range(1, web + 1):
+        fd = listeners[min(n, len(listeners)) - 1].fileno()
+        programs.append(Program(f"web.{n}", [*web_command, "--fd", str(fd)], (fd,)))
     worker_command = [sys.executable, "-m", "annotate_site", "quality_worker"]
     programs += [Program(f"quality.{n}", worker_command) for n in range(1, workers + 1)]
     print(f"{web} web process(es), {workers} quality worker(s).", flush=True)
@@ -141,6 +148,23 @@ def supervise(*, port: int, proxy_headers: bool) -> int:
     with tempfile.TemporaryDirectory(prefix="studio-peers-") as peers:
         env = {**os.environ, "QUALITY_UPDATES": "worker", "STUDIO_CHANNEL_PEERS": peers}
         return Supervisor(programs, env=env).run()
+
+
+def _listener(port: int, *, reuse_port: bool) -> socket.socket:
+    """An inheritable socket listening on 127.0.0.1:``port`` (``OSError`` if it cannot);
+    ``reuse_port``: one of a group among which the kernel spreads new connections."""
+    listener = socket.socket()
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        listener.bind(("127.0.0.1", port))
+        listener.listen(2048)
+    except OSError:
+        listener.close()
+        raise
+    listener.set_inheritable(True)
+    return listener
 
 
 def _manage(*args: str) -> None:

@@ -1,9 +1,10 @@
 """One web process of the studio: uvicorn serving :mod:`annotate_site.asgi` on a listening
 socket its supervisor opened (``python -m annotate_site.webserver --fd N``).
 
-``annotation-studio serve`` and ``prod`` (:mod:`annotate_site.cli`) bind the port once and run
-``WEB_CONCURRENCY`` of these on it: the kernel hands each new connection to whichever process
-accepts first, so a process that dies or restarts leaves the port served by the others.
+``annotation-studio serve`` and ``prod`` (:mod:`annotate_site.cli`) run ``WEB_CONCURRENCY`` of
+these on the port, on Linux each on a socket of its own (``SO_REUSEPORT``: the kernel spreads
+new connections evenly), elsewhere on one shared socket; a process that dies or restarts
+leaves the port served by the others.
 uvicorn (httptools, uvloop) streams request bodies to the application with flow control, so a
 large upload waits in the socket, not in memory, and :mod:`annotate_site.body_limit` refuses
 an oversized one before it is read. The loop's default executor (the websockets' renders) has

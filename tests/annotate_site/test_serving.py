@@ -217,12 +217,64 @@ def test_a_50_mb_multipart_body_stalls_nobody_and_costs_little_memory(
         assert outcome == [404], outcome
 
 
+def _sockets(pid: int) -> set[str]:
+    """The inodes of the process's sockets."""
+    found = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            link = os.readlink(fd)
+        except OSError:  # closed meanwhile
+            continue
+        if link.startswith("socket:["):
+            found.add(link[8:-1])
+    return found
+
+
+def _tcp(port: int, state: str) -> set[str]:
+    """The inodes of the TCP sockets on 127.0.0.1:``port`` in ``state`` (01 established, 0A
+    listening), from /proc/net/tcp."""
+    found = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == state and int(fields[1].split(":")[1], 16) == port:
+            found.add(fields[9])
+    return found
+
+
+def _connections_by_process(served: Served, count: int) -> list[int]:
+    """Open ``count`` keep-alive connections at once (a crowd's burst), make a request on each
+    and return how many each web process holds."""
+    connections = [http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)]
+    connections += [
+        http.client.HTTPConnection("127.0.0.1", served.port, timeout=30) for _ in range(count - 1)
+    ]
+    try:
+        for connection in connections:
+            connection.connect()  # every connection waits in the queue before one is served
+        for connection in connections:
+            connection.request("GET", LOGIN)
+        for connection in connections:
+            response = connection.getresponse()
+            response.read()
+            assert response.status == 200
+        established = _tcp(served.port, "01")
+        return [len(_sockets(pid) & established) for pid in served.web_pids()]
+    finally:
+        for connection in connections:
+            connection.close()
+
+
 def test_a_killed_process_is_restarted_alone_and_sigterm_stops_everything(
     two_webs: Served,
 ) -> None:
     webs, workers = two_webs.web_pids(), two_webs.worker_pids()
     assert len(webs) == 2
     assert len(workers) == 1
+    # a burst of connections is spread over both processes (one shared socket gave one
+    # process nearly all of them: P(either gets fewer than 6 of 32 by chance) < 1e-4)
+    held = _connections_by_process(two_webs, 32)
+    assert sum(held) == 32, held
+    assert min(held) >= 6, held
     os.kill(webs[0], signal.SIGKILL)
     deadline = time.monotonic() + 5
     statuses = []
@@ -236,6 +288,11 @@ def test_a_killed_process_is_restarted_alone_and_sigterm_stops_everything(
     assert webs[1] in two_webs.web_pids()  # the other web process was not touched
     assert len(set(two_webs.web_pids()) - set(webs)) == 1, two_webs.log.read_text()[-2000:]
     assert two_webs.worker_pids() == workers
+    # the restarted process serves its socket again: connections that reached it meanwhile
+    # waited in its queue (held by the supervisor), none was reset
+    held = _connections_by_process(two_webs, 32)
+    assert sum(held) == 32, held
+    assert min(held) >= 6, held
 
     os.kill(workers[0], signal.SIGKILL)  # the quality worker, too, comes back alone
     deadline = time.monotonic() + 15  # a loaded CI machine (two test workers beside it)
