@@ -46,6 +46,7 @@ class QualityConfig:
     ds_interval: float
     forecast_interval: float
     interval_seconds: float
+    interval_duty: float
     plot_interval: float
     intervals_apart: bool
     min_overlap: int
@@ -77,6 +78,7 @@ def quality_config() -> QualityConfig:
         ds_interval=float(settings.QUALITY_DS_INTERVAL),
         forecast_interval=float(settings.QUALITY_FORECAST_INTERVAL),
         interval_seconds=float(settings.QUALITY_INTERVAL_SECONDS),
+        interval_duty=float(settings.QUALITY_INTERVAL_DUTY),
         plot_interval=float(settings.QUALITY_PLOT_INTERVAL),
         intervals_apart=bool(settings.QUALITY_INTERVALS_APART),
         min_overlap=int(settings.QUALITY_MIN_OVERLAP),

@@ -20,8 +20,10 @@ elements, ``[..., n_effective, samples]``: the independent samples its ``samples
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -63,6 +65,24 @@ class IntervalSet:
     samples: Mapping[str, Any] = field(default_factory=dict)
     notes: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
     pairs: Sequence[Mapping[str, Any]] = ()
+    #: Wall seconds the estimators took (set by :func:`intervals_compute`).
+    took: float = 0.0
+
+
+def intervals_compute(kind: QuestionKind, question: Question) -> IntervalSet | None:
+    """The kind's intervals of ``question``, with the time they took (``None``: none)."""
+    started = time.perf_counter()
+    found = kind.intervals(question)
+    if not isinstance(found, IntervalSet):
+        return None
+    return dataclasses.replace(found, took=time.perf_counter() - started)
+
+
+def intervals_rest(last: Mapping[str, Any], *, duty: float) -> float:
+    """Seconds the stored set ``last`` must age before any recomputation: ``took / duty``, so
+    that recomputing the intervals keeps at most ``duty`` of a core busy however large the
+    question grows (a bootstrap's cost grows with the answers: 0.3 s at 100, 4.2 s at 1,600)."""
+    return float(last.get("took", 0.0)) / duty if duty > 0 else 0.0
 
 
 def in_evidence_units(
@@ -175,10 +195,12 @@ def intervals_refresh_sweep() -> list[int]:
     from analytics.pipeline import job_schedule
     from analytics.selectors import questions_with_stale_intervals
 
-    seconds = quality_config().interval_seconds
-    if seconds <= 0:
+    config = quality_config()
+    if config.interval_seconds <= 0:
         return []
-    stale = questions_with_stale_intervals(seconds=seconds, now=timezone.now())
+    stale = questions_with_stale_intervals(
+        seconds=config.interval_seconds, duty=config.interval_duty, now=timezone.now()
+    )
     for question_id in stale:
         job_schedule(job=INTERVALS_JOB, key=question_id)
     return stale
@@ -188,12 +210,17 @@ def _due(
     previous: QualitySnapshot | None, seconds: float, now: dt.datetime, n_answers: int
 ) -> bool:
     """Whether the last set is older than ``seconds`` or rests on fewer than half the answers
-    now counted (early sets are cheap and outgrown fast: recomputed at 1, 2, 4, ... answers)."""
+    now counted (early sets are cheap and outgrown fast: recomputed at 1, 2, 4, ... answers),
+    and in either case has rested :func:`intervals_rest` (``QUALITY_INTERVAL_DUTY``)."""
+    from analytics.config import quality_config
+
     last = _stored(previous)
     if last is None:
         return True
-    age = now - dt.datetime.fromisoformat(last["computed_at"])
-    return age >= dt.timedelta(seconds=seconds) or n_answers >= 2 * last["n_answers"]
+    age = (now - dt.datetime.fromisoformat(last["computed_at"])).total_seconds()
+    if age < intervals_rest(last, duty=quality_config().interval_duty):
+        return False
+    return age >= seconds or n_answers >= 2 * last["n_answers"]
 
 
 def publish_intervals(
@@ -227,13 +254,14 @@ def publish_intervals(
         if not given and apart and not force:
             intervals_carry(derived, kind=kind, previous=previous)
             return True
-        result = found if given else kind.intervals(question)
+        result = found if given else intervals_compute(kind, question)
         if not isinstance(result, IntervalSet):
             return False
         derived.intervals = {**derived.intervals, **interval_entries(result, derived.annotators)}
         derived.study["intervals"] = {
             "computed_at": now.isoformat(),
             "n_answers": n_answers,
+            "took": round(result.took, 3),
             "study": {key: _study_entry(interval) for key, interval in result.study.items()},
             **({"notes": _notes_json(result.notes)} if result.notes else {}),
             **({"pairs": list(result.pairs)} if result.pairs else {}),
@@ -296,7 +324,7 @@ def intervals_publish(question_id: int, attempts: int = 3) -> None:
     spec = question_kinds().get(question.kind) if question is not None else None
     if question is None or spec is None:
         return
-    found = spec.intervals(question)
+    found = intervals_compute(spec, question)
     for _ in range(attempts):
         if quality_publish_with(question_id=question_id, intervals=found):
             return

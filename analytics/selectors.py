@@ -93,10 +93,13 @@ def latest_snapshot(*, question: Question) -> QualitySnapshot | None:
     return QualitySnapshot.objects.filter(question=question).order_by("-created_at", "-id").first()
 
 
-def questions_with_stale_intervals(*, seconds: float, now: datetime) -> list[int]:
+def questions_with_stale_intervals(*, seconds: float, duty: float, now: datetime) -> list[int]:
     """Questions whose latest snapshot counts more answers than its intervals rest on and
-    whose intervals are ``seconds`` old or older: answers stopped arriving before the
+    whose intervals are ``seconds`` old or older, and have rested as ``duty`` asks
+    (:func:`analytics.intervals.intervals_rest`): answers stopped arriving before the
     intervals were due again, so no publish would refresh them."""
+    from analytics.intervals import intervals_rest
+
     latest = QualitySnapshot.objects.filter(question=OuterRef("question")).order_by(
         "-created_at", "-id"
     )
@@ -108,7 +111,8 @@ def questions_with_stale_intervals(*, seconds: float, now: datetime) -> list[int
         for question_id, n_answers, meta in rows
         if meta
         and n_answers > meta["n_answers"]
-        and (now - datetime.fromisoformat(meta["computed_at"])).total_seconds() >= seconds
+        and (now - datetime.fromisoformat(meta["computed_at"])).total_seconds()
+        >= max(seconds, intervals_rest(meta, duty=duty))
     )
 
 

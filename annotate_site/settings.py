@@ -448,6 +448,10 @@ QUALITY_FORECAST_INTERVAL = float(os.environ.get("QUALITY_FORECAST_INTERVAL", "3
 # question): recomputed by the quality processing at most every N seconds per question and
 # carried forward in between (0 = never).
 QUALITY_INTERVAL_SECONDS = int(os.environ.get("QUALITY_INTERVAL_SECONDS", "120"))
+# ... and never sooner than the last computation's time divided by this share (0.1: a set that
+# took 4 s rests 40 s), so the intervals keep at most a tenth of a core busy however large the
+# question grows (0 = no such rest).
+QUALITY_INTERVAL_DUTY = float(os.environ.get("QUALITY_INTERVAL_DUTY", "0.1"))
 # Whether a publish that finds the intervals due leaves their bootstrap to a thread of its
 # own (analytics.intervals.intervals_request) and carries the last set meanwhile; the quality
 # worker sets it, so a bootstrap of seconds never holds the other live updates.

@@ -102,6 +102,7 @@ QUALITY_IN_TESTS = {
     "QUALITY_UPDATES": "inline",
     "QUALITY_SWEEP_INTERVAL": 0,
     "QUALITY_INTERVAL_SECONDS": 0,
+    "QUALITY_INTERVAL_DUTY": 0,  # no rest after a computation (tests/analytics/test_intervals)
     "QUALITY_FORECAST_INTERVAL": 0,  # the forecast retrained after every update
     "ARENA_POOL_SECONDS": 0,  # the arena's next pair from every vote so far
 }

@@ -95,6 +95,47 @@ def test_intervals_are_recomputed_once_due(answered, settings):
     assert dt.datetime.fromisoformat(again.indicators["study"]["intervals"]["computed_at"]) > old
 
 
+def _age(snapshot, seconds: float, **meta) -> None:
+    """Make the snapshot's intervals ``seconds`` older (and set ``meta`` in their record)."""
+    record = snapshot.indicators["study"]["intervals"]
+    record.update(meta)
+    at = dt.datetime.fromisoformat(record["computed_at"]) - dt.timedelta(seconds=seconds)
+    record["computed_at"] = at.isoformat()
+    snapshot.save(update_fields=["indicators"])
+
+
+def test_the_set_records_its_time_and_rests_took_over_duty_before_the_next(answered, settings):
+    """Issue 22: a bootstrap's cost grows with the answers (0.3 s at 100, 4.2 s at 1,600), and
+    the doubling rule recomputed it back to back under a crowd's load: half the quality
+    worker's core. Now a set rests ``took / QUALITY_INTERVAL_DUTY`` first, by either rule."""
+    _, question, _ = answered
+    settings.QUALITY_INTERVAL_DUTY = 0.1
+    snapshot = QualitySnapshot.objects.filter(question=question).latest("updated_at")
+    record = snapshot.indicators["study"]["intervals"]
+    assert 0 < record["took"] < 60  # the wall seconds the bootstrap took
+    computed = record["computed_at"]
+
+    # answers doubled, and the 120 s passed, but the set took 20 s: it rests 200 s
+    snapshot.n_annotations = 400
+    snapshot.save(update_fields=["n_annotations"])
+    _age(snapshot, 150, took=20.0, n_answers=100)
+    held = quality_publish(question_id=question.pk)
+    assert held.indicators["study"]["intervals"]["computed_at"] < computed  # carried
+    assert intervals_refresh_sweep() == []  # nor does the sweep ask for it
+
+    _age(held, 60)  # 210 s old: rested
+    assert intervals_refresh_sweep() == [question.pk]
+    again = quality_publish(question_id=question.pk)
+    assert again.indicators["study"]["intervals"]["computed_at"] > computed
+
+    # with no rest asked (0) the doubling rule alone decides, as before
+    settings.QUALITY_INTERVAL_DUTY = 0
+    _age(again, 1, took=20.0, n_answers=50)
+    assert quality_publish(question_id=question.pk).indicators["study"]["intervals"][
+        "n_answers"
+    ] == 200
+
+
 def test_the_sweep_refreshes_intervals_left_stale_when_answers_stopped(
     answered, settings, django_capture_on_commit_callbacks
 ):
