@@ -131,9 +131,10 @@ def test_the_set_records_its_time_and_rests_took_over_duty_before_the_next(answe
     # with no rest asked (0) the doubling rule alone decides, as before
     settings.QUALITY_INTERVAL_DUTY = 0
     _age(again, 1, took=20.0, n_answers=50)
-    assert quality_publish(question_id=question.pk).indicators["study"]["intervals"][
-        "n_answers"
-    ] == 200
+    assert (
+        quality_publish(question_id=question.pk).indicators["study"]["intervals"]["n_answers"]
+        == 200
+    )
 
 
 def test_the_sweep_refreshes_intervals_left_stale_when_answers_stopped(
