@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -180,6 +181,20 @@ def test_the_production_stack_serves_and_its_workers_analyse(transactional_db, t
     finally:
         os.killpg(stack.pid, signal.SIGTERM)
         stack.wait(timeout=30)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="SO_REUSEPORT spreads only on Linux")
+def test_serve_refuses_a_port_another_studio_serves(monkeypatch):
+    """The web processes listen with SO_REUSEPORT, which another studio's would share
+    silently: the port is first tried without it."""
+    monkeypatch.setattr(cli, "Supervisor", None)  # never reached
+    with socket.socket() as other:  # as another studio's web process listens
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        with pytest.raises(SystemExit, match=f"cannot listen on 127.0.0.1:{port}"):
+            cli.supervise(port=port, proxy_headers=False)
 
 
 def test_help_lists_the_studios_own_commands(capsys):
