@@ -15,7 +15,6 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import orthogonal_procrustes
-from sklearn.manifold import MDS
 
 from analytics.metrics._validate import as_label_data, as_ratings, as_square, check_min_overlap
 from analytics.metrics.categorical import kappa_from_confusion, pairwise_kappa
@@ -292,6 +291,10 @@ def mds_embedding(similarity: ArrayLike, *, seed: int = 0) -> NDArray[np.float64
     np.fill_diagonal(dissimilarity, 0.0)
     if not dissimilarity.any():  # everyone agrees perfectly: one point
         return np.zeros((s.shape[0], 2))
+    # imported here: scikit-learn costs a process about 90 MB and 0.45 s, and only the quality
+    # worker draws maps (a web process imports this module, never calls this)
+    from sklearn.manifold import MDS
+
     mds = MDS(n_components=2, metric="precomputed", init="classical_mds", random_state=seed)
     return mds.fit_transform(dissimilarity, init=_classical_start(dissimilarity))
 

@@ -15,11 +15,6 @@ from django.db.models import F
 from django.utils import timezone
 
 from analytics.config import quality_config
-from analytics.metrics.disagreement_prediction import (
-    MIN_TRAIN,
-    attainable_levels,
-    predict_disagreement,
-)
 from analytics.models import QualityState
 from apps.adjudication.models import (
     Adjudication,
@@ -153,6 +148,14 @@ def disagreement_forecast_train(*, question: Question) -> DisagreementForecast |
     each quality update). Returns ``None`` below ``MIN_TRAIN`` training items; unchanged
     training data (same items, same disagreement) keeps the forecast as it is.
     """
+    # imported here: scikit-learn costs a process about 90 MB and 0.45 s, and only the quality
+    # worker trains the forecast (a web process imports this module, never calls this)
+    from analytics.metrics.disagreement_prediction import (
+        MIN_TRAIN,
+        attainable_levels,
+        predict_disagreement,
+    )
+
     if question.kind != Question.Kind.CATEGORICAL:
         return None
     train_ids, train_texts, y, new_ids, n_answers = _forecast_data(question)

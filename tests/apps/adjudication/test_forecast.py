@@ -15,6 +15,7 @@ from django.utils import timezone
 from sklearn.model_selection import KFold, cross_val_score
 
 from analytics import background
+from analytics.metrics import disagreement_prediction as prediction
 from analytics.metrics.disagreement_prediction import (
     PAPER_LEVELS,
     MajorityLevel,
@@ -24,7 +25,6 @@ from analytics.metrics.disagreement_prediction import (
     to_levels,
 )
 from analytics.pipeline import AFTER_UPDATE_HOOKS
-from apps.adjudication import services
 from apps.adjudication.models import DisagreementForecast
 from apps.adjudication.services import (
     disagreement_forecast_after_update,
@@ -116,7 +116,7 @@ def test_unchanged_training_data_is_not_retrained(text_study, monkeypatch):
     question = study.questions.get()
     before = DisagreementForecast.objects.get(question=question)
     monkeypatch.setattr(
-        "apps.adjudication.services.predict_disagreement",
+        "analytics.metrics.disagreement_prediction.predict_disagreement",
         lambda *a, **k: pytest.fail("retrained on the same data"),
     )
     assert disagreement_forecast_train(question=question) == before
@@ -204,13 +204,13 @@ def test_answers_retrain_the_forecast_on_the_background_thread(settings, monkeyp
     annotations_import_finished(study=study, records=records)  # a bulk import rebuilds inline
     assert background.idle(timeout=60)
     trained_on: list[str] = []
-    real = services.predict_disagreement
+    real = prediction.predict_disagreement
 
     def spy(*args, **kwargs):
         trained_on.append(threading.current_thread().name)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(services, "predict_disagreement", spy)
+    monkeypatch.setattr(prediction, "predict_disagreement", spy)
     question = study.questions.get()
     item = items[N_ANSWERED]
     for user, row in zip(annotators, sim.answers, strict=True):
@@ -275,9 +275,9 @@ def test_a_busy_question_retrains_its_forecast_at_most_every_interval(
     assert DisagreementForecast.objects.get(question=question).n_train == N_ANSWERED
     settings.QUALITY_FORECAST_INTERVAL = 30
     fits: list[int] = []
-    real = services.predict_disagreement
+    real = prediction.predict_disagreement
     monkeypatch.setattr(
-        services, "predict_disagreement", lambda *a, **k: fits.append(1) or real(*a, **k)
+        prediction, "predict_disagreement", lambda *a, **k: fits.append(1) or real(*a, **k)
     )
     item = items[N_ANSWERED]
     with django_capture_on_commit_callbacks(execute=True):  # the quality updates and hooks

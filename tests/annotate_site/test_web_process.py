@@ -1,0 +1,34 @@
+"""What a web process loads: not the quality worker's heavy libraries."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.annotate_site.helpers import REPO, child_env
+
+LOADED = """
+import json, os, sys
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate_site.settings")
+import annotate_site.asgi, annotate_site.urls  # the application and every view it routes to
+print(json.dumps(sorted(m for m in ("sklearn", "pandas") if m in sys.modules)))
+"""
+
+
+def test_a_web_process_never_imports_scikit_learn(tmp_path: Path):
+    """scikit-learn (with pandas, which it imports) cost each web process about 90 MB and
+    0.45 s of start-up (RSS 273 -> 219 MB without it), and only the quality worker uses it:
+    the MDS map and the disagreement forecast import it where they run."""
+    result = subprocess.run(
+        [sys.executable, "-c", LOADED],
+        env=child_env(tmp_path, QUALITY_UPDATES="worker"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1]) == []
