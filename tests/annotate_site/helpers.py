@@ -40,8 +40,21 @@ def manage(
     *args: str, env: dict[str, str], cwd: Path = REPO, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """``python manage.py ARGS`` of this checkout, output captured."""
+    return _python(str(REPO / "manage.py"), *args, env=env, cwd=cwd, timeout=timeout)
+
+
+def python_code(
+    code: str, *, env: dict[str, str], cwd: Path = REPO, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python -c CODE`` in this checkout, output captured."""
+    return _python("-c", code, env=env, cwd=cwd, timeout=timeout)
+
+
+def _python(
+    *args: str, env: dict[str, str], cwd: Path, timeout: float
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(REPO / "manage.py"), *args],
+        [sys.executable, *args],
         env=env,
         cwd=cwd,
         capture_output=True,

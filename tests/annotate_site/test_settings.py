@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.annotate_site.helpers import PRODUCTION_ENV, REPO, child_env, manage
+from tests.annotate_site.helpers import PRODUCTION_ENV, child_env, manage, python_code
 
 
 def test_check_deploy_is_clean_with_the_documented_production_variables(tmp_path: Path):
@@ -59,14 +57,8 @@ def test_the_local_directory_and_its_files_are_private(tmp_path: Path):
         "import django; django.setup(); from django.db import connection; "
         "connection.ensure_connection(); connection.close()"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**child_env(local), "DJANGO_SETTINGS_MODULE": "annotate_site.settings"},
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    result = python_code(
+        code, env={**child_env(local), "DJANGO_SETTINGS_MODULE": "annotate_site.settings"}
     )
     assert result.returncode == 0, result.stderr
     modes = {

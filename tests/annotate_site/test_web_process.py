@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.annotate_site.helpers import REPO, child_env
+from tests.annotate_site.helpers import child_env, python_code
 
 LOADED = """
 import json, os, sys
@@ -21,14 +19,6 @@ def test_a_web_process_never_imports_scikit_learn(tmp_path: Path):
     """scikit-learn (with pandas, which it imports) cost each web process about 90 MB and
     0.45 s of start-up (RSS 273 -> 219 MB without it), and only the quality worker uses it:
     the MDS map and the disagreement forecast import it where they run."""
-    result = subprocess.run(
-        [sys.executable, "-c", LOADED],
-        env=child_env(tmp_path, QUALITY_UPDATES="worker"),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = python_code(LOADED, env=child_env(tmp_path, QUALITY_UPDATES="worker"))
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[-1]) == []
