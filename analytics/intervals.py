@@ -85,6 +85,11 @@ def intervals_rest(last: Mapping[str, Any], *, duty: float) -> float:
     return float(last.get("took", 0.0)) / duty if duty > 0 else 0.0
 
 
+def _age(last: Mapping[str, Any], now: dt.datetime) -> float:
+    """Seconds since the stored set ``last`` was computed."""
+    return (now - dt.datetime.fromisoformat(last["computed_at"])).total_seconds()
+
+
 def in_evidence_units(
     found: Mapping[str, Interval],
     indicators: Sequence[Indicator],
@@ -193,13 +198,19 @@ def intervals_refresh_sweep() -> list[int]:
     """
     from analytics.config import quality_config
     from analytics.pipeline import job_schedule
-    from analytics.selectors import questions_with_stale_intervals
+    from analytics.selectors import latest_interval_records
 
     config = quality_config()
     if config.interval_seconds <= 0:
         return []
-    stale = questions_with_stale_intervals(
-        seconds=config.interval_seconds, duty=config.interval_duty, now=timezone.now()
+    now = timezone.now()
+    stale = sorted(
+        question_id
+        for question_id, n_answers, last in latest_interval_records()
+        if last
+        and n_answers > last["n_answers"]
+        and _age(last, now)
+        >= max(config.interval_seconds, intervals_rest(last, duty=config.interval_duty))
     )
     for question_id in stale:
         job_schedule(job=INTERVALS_JOB, key=question_id)
@@ -217,7 +228,7 @@ def _due(
     last = _stored(previous)
     if last is None:
         return True
-    age = (now - dt.datetime.fromisoformat(last["computed_at"])).total_seconds()
+    age = _age(last, now)
     if age < intervals_rest(last, duty=quality_config().interval_duty):
         return False
     return age >= seconds or n_answers >= 2 * last["n_answers"]

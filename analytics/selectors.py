@@ -93,26 +93,16 @@ def latest_snapshot(*, question: Question) -> QualitySnapshot | None:
     return QualitySnapshot.objects.filter(question=question).order_by("-created_at", "-id").first()
 
 
-def questions_with_stale_intervals(*, seconds: float, duty: float, now: datetime) -> list[int]:
-    """Questions whose latest snapshot counts more answers than its intervals rest on and
-    whose intervals are ``seconds`` old or older, and have rested as ``duty`` asks
-    (:func:`analytics.intervals.intervals_rest`): answers stopped arriving before the
-    intervals were due again, so no publish would refresh them."""
-    from analytics.intervals import intervals_rest
-
+def latest_interval_records() -> list[tuple[int, int, dict[str, Any] | None]]:
+    """Per question with a snapshot: its id, the answers its latest snapshot counts and that
+    snapshot's record of its intervals (``None``: none yet)."""
     latest = QualitySnapshot.objects.filter(question=OuterRef("question")).order_by(
         "-created_at", "-id"
     )
-    rows = QualitySnapshot.objects.filter(pk=Subquery(latest.values("pk")[:1])).values_list(
-        "question_id", "n_annotations", "indicators__study__intervals"
-    )
-    return sorted(
-        question_id
-        for question_id, n_answers, meta in rows
-        if meta
-        and n_answers > meta["n_answers"]
-        and (now - datetime.fromisoformat(meta["computed_at"])).total_seconds()
-        >= max(seconds, intervals_rest(meta, duty=duty))
+    return list(
+        QualitySnapshot.objects.filter(pk=Subquery(latest.values("pk")[:1])).values_list(
+            "question_id", "n_annotations", "indicators__study__intervals"
+        )
     )
 
 

@@ -135,12 +135,13 @@ def supervise(*, port: int, proxy_headers: bool) -> int:
         listeners = [_listener(port, reuse_port=spread) for _ in range(web if spread else 1)]
     except OSError as exc:
         sys.exit(f"error: cannot listen on 127.0.0.1:{port} ({exc.strerror}); set PORT.")
+    fds = [listener.fileno() for listener in listeners] * (1 if spread else web)
     web_command = [sys.executable, "-m", "annotate_site.webserver"]
     web_command += ["--proxy-headers"] * proxy_headers
-    programs = []
-    for n in range(1, web + 1):
-        fd = listeners[min(n, len(listeners)) - 1].fileno()
-        programs.append(Program(f"web.{n}", [*web_command, "--fd", str(fd)], (fd,)))
+    programs = [
+        Program(f"web.{n}", [*web_command, "--fd", str(fd)], (fd,))
+        for n, fd in enumerate(fds, start=1)
+    ]
     worker_command = [sys.executable, "-m", "annotate_site", "quality_worker"]
     programs += [Program(f"quality.{n}", worker_command) for n in range(1, workers + 1)]
     print(f"{web} web process(es), {workers} quality worker(s).", flush=True)
