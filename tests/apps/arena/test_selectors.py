@@ -25,6 +25,7 @@ from tests.apps.preferences.conftest import answer_all, by_level, make_pairwise_
 
 pytestmark = pytest.mark.django_db
 N_PAIRS = math.comb(len(MODELS), 2)
+GOLDEN = (math.sqrt(5) - 1) / 2  # 1 / golden ratio: the most even low-discrepancy step
 
 
 def _pair(vote):
@@ -77,27 +78,38 @@ def test_the_active_pair_is_the_one_next_model_pair_chooses_on_the_fewest_voted_
 
 
 def test_active_sampling_aims_at_the_close_pair_and_uniform_ignores_the_ranking():
-    """bison and camel are close (0.2 apart), the rest far (3 apart); votes follow
-    Bradley-Terry. After 48 votes, the order active sampling is settling is bison vs camel, and
-    every pair came from next_model_pair (or its fallback); the uniform option draws every
-    pair at random."""
+    """bison and camel are close (0.2 apart), the rest far (3 apart). After 48 votes, the order
+    active sampling is settling is bison vs camel, it put that pair on far more than its
+    uniform share of the votes, and every pair came from next_model_pair (or its fallback);
+    the uniform option draws every pair at random.
+
+    The outcomes follow Bradley-Terry by a low-discrepancy sequence per pair (the k-th vote on
+    a pair goes to its first model when frac(k / golden ratio) is below that model's win
+    probability), so each pair's wins stay within one vote of their expectation whichever
+    pairs the sampler draws: its draws are seeded by the question's and annotator's ids, and a
+    random outcome sequence made the end state depend on the ids (1 run in 40 targeted
+    another pair)."""
     strength = {"alpaca": 3.0, "bison": 0.2, "camel": 0.0, "dingo": -3.0}
+    close = frozenset(("bison", "camel"))
     for sampling in ("active", "uniform"):
         arena = make_arena_study(n_prompts=20, n_annotators=1, settings={"sampling": sampling})
         user = arena.annotators[0]
-        rng = np.random.default_rng(7)
-        hows = Counter()
+        hows, on_pair = Counter(), Counter()
         for _ in range(48):
             task = arena_state(question=arena.question, annotator=user).task
             hows[task.how] += 1
-            p_a = 1 / (1 + math.exp(strength[task.model_b] - strength[task.model_a]))
+            pair = frozenset((task.model_a, task.model_b))
+            on_pair[pair] += 1
+            first, second = sorted(pair)
+            p_first = 1 / (1 + math.exp(strength[second] - strength[first]))
+            first_wins = (on_pair[pair] * GOLDEN) % 1 < p_first
             arena_vote_record(
                 question=arena.question,
                 annotator=user,
                 item_id=task.item.pk,
                 model_a=task.model_a,
                 model_b=task.model_b,
-                outcome=1 if rng.random() < p_a else -1,
+                outcome=1 if first_wins == (task.model_a == first) else -1,
                 idempotency_key=uuid.uuid4(),
             )
         if sampling == "uniform":
@@ -105,9 +117,10 @@ def test_active_sampling_aims_at_the_close_pair_and_uniform_ignores_the_ranking(
             continue
         assert set(hows) <= {"active", "explored", "fallback"}
         assert hows["active"] > hows["explored"] + hows["fallback"]
+        assert on_pair[close] > 2 * 48 / N_PAIRS
         votes = question_votes(question=arena.question)
         choice = next_model_pair(votes, models=sorted(MODELS), weights={user.pk: 1.0})
-        assert set(choice.target) == {"bison", "camel"}
+        assert set(choice.target) == close
 
 
 def test_the_budget_caps_an_annotators_votes():
