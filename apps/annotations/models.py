@@ -40,21 +40,22 @@ class Assignment(models.Model):
             )
         ]
         indexes = [
-            # In the order the queue serves (apps.annotations.selectors.assignment_next): the
-            # next assignment is the index's first entry, whatever the annotator's queue holds.
+            # The open assignments in the order the queue serves them
+            # (apps.annotations.selectors.assignment_next): the next one is the index's first
+            # entry, whatever the annotator's queue holds. Partial, not led by completed_at:
+            # PostgreSQL does not take ``completed_at IS NULL`` for an equality, so an index on
+            # (..., completed_at, skip_count, ...) gave it no order and it sorted every open
+            # assignment of the annotator on each answer (3.3 ms for 2,000; 0.1 ms now).
             models.Index(
-                fields=[
-                    "study",
-                    "annotator",
-                    "completed_at",
-                    "skip_count",
-                    "-extra",
-                    "position",
-                    "round",
-                    "id",
-                ],
-                name="assignment_queue_order_idx",
-            )
+                fields=["study", "annotator", "skip_count", "-extra", "position", "round", "id"],
+                condition=models.Q(completed_at__isnull=True),
+                name="assignment_open_queue_idx",
+            ),
+            # The answered ones, latest last (the undo's latest answer, read backwards), and
+            # the progress counts (done: completed_at set) read from the index alone.
+            models.Index(
+                fields=["study", "annotator", "completed_at", "id"], name="assignment_done_idx"
+            ),
         ]
 
     def __str__(self) -> str:

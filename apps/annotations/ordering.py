@@ -8,7 +8,7 @@ forecasts highest (``"disagreement"``:
 :class:`~apps.adjudication.models.PredictedDisagreement`). One question per study may ask.
 
 **Where the order lives.** The queue serves an annotator's open assignments in the order of
-the index ``assignment_queue_order_idx`` (skipped last, adaptive-overlap extras first, then
+the index ``assignment_open_queue_idx`` (skipped last, adaptive-overlap extras first, then
 ``position``; :func:`apps.annotations.selectors.assignment_next`). The active order is applied
 to that key itself: :func:`queue_order_apply`, off the request path, permutes the
 ``position`` of each annotator's open first-round assignments whose item has a score, so that

@@ -225,8 +225,8 @@ def annotator_progress(
     """``{"done": n, "total": n, "percent": p}`` for one annotator's label queue (the items
     :func:`queue_item_filter` keeps).
 
-    Without a scope to apply, one count over the queue index (``assignment_queue_order_idx``:
-    study, annotator, completed_at first) in SQL: the same aggregate built by the ORM costs
+    Without a scope to apply, one count over the index ``assignment_done_idx`` (study, annotator,
+    completed_at: the index alone answers) in SQL: the same aggregate built by the ORM costs
     0.3 ms of CPU per call on the answer's hot path, this 0.03 ms.
     """
     in_queue = queue_item_filter(study=study, questions=questions)
