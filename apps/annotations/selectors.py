@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection
-from django.db.models import BooleanField, Count, F, Prefetch, Q, QuerySet, Subquery
+from django.db.models import BooleanField, Count, Prefetch, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from apps.annotations.models import Annotation, Assignment, Revision
 from apps.items.models import Item
 from apps.studies.kinds import queue_kinds
-from apps.studies.models import Membership, Question, Study
+from apps.studies.models import Label, Membership, Question, Study
 from apps.studies.selectors import covering_questions, items_of_any
 from core.types import Account
 
@@ -135,12 +135,12 @@ def answer_shown(*, assignment: Assignment) -> AnswerShown | None:
     """The assignment's latest labels, the retracted ones included (``None`` if never answered).
 
     For an answered item these are its current labels; for an item reopened by an undo, the
-    labels the undo retracted. One query (see :func:`_answers_shown`).
+    labels the undo retracted. One query (see :func:`_answers_shown`), and one for the item's
+    external id unless the assignment comes with its item.
     """
+    shown = Shown(assignment.pk, assignment.item_id, assignment.round, assignment.item.external_id)
     return _answers_shown(
-        annotator_id=assignment.annotator_id,
-        study_id=assignment.study_id,
-        assignments=Q(annotation__item__assignments=assignment.pk),
+        annotator_id=assignment.annotator_id, study_id=assignment.study_id, of=[shown]
     ).get(assignment.pk)
 
 
@@ -151,7 +151,7 @@ def queue_answers_shown(
     shown: Assignment | None,
     questions: list[Question] | None = None,
 ) -> tuple[AnswerShown | None, AnswerShown | None]:
-    """``(undo, earlier)`` for the queue page, in one query.
+    """``(undo, earlier)`` for the queue page, in two queries (``shown`` comes with its item).
 
     ``undo`` is what the annotator's next undo retracts: :func:`answer_shown` of their latest
     answered item (``None``: nothing to undo); each undo reopens that item, so the one after
@@ -159,52 +159,81 @@ def queue_answers_shown(
     item on the page: the labels an undo retracted from it (``None`` if never answered).
     """
     answered = answered_latest_first(annotator=annotator, study=study, questions=questions)
-    latest = answered.values("pk")[:1]
-    which = Q(annotation__item__assignments=Subquery(latest))
+    latest = answered.values_list("pk", "item_id", "round", "item__external_id").first()
+    of = [Shown(*latest)] if latest else []
     if shown is not None:
-        which |= Q(annotation__item__assignments=shown.pk)
-    answers = _answers_shown(annotator_id=annotator.pk, study_id=study.pk, assignments=which)
-    earlier = answers.pop(shown.pk, None) if shown is not None else None
-    # What is left is the latest answered assignment's (``shown`` is unfinished: never it).
-    return next(iter(answers.values()), None), earlier
+        of.append(Shown(shown.pk, shown.item_id, shown.round, shown.item.external_id))
+    answers = _answers_shown(annotator_id=annotator.pk, study_id=study.pk, of=of)
+    return (
+        answers.get(latest[0]) if latest else None,
+        answers.get(shown.pk) if shown is not None else None,
+    )
 
 
-def _answers_shown(*, annotator_id: int, study_id: int, assignments: Q) -> dict[int, AnswerShown]:
-    """:class:`AnswerShown` of the annotator's assignments that have labels, by assignment id,
-    in one query; ``assignments`` selects them, as a condition on the revisions'
-    ``annotation__item__assignments``.
+class Shown(NamedTuple):
+    """An assignment whose labels a page names."""
+
+    assignment_id: int
+    item_id: int
+    round: int
+    item: str  # the item's external id
+
+
+def _answers_shown(*, annotator_id: int, study_id: int, of: list[Shown]) -> dict[int, AnswerShown]:
+    """:class:`AnswerShown` of the annotator's assignments ``of`` that have labels, by
+    assignment id, in one query.
 
     A revision belongs to the assignment of its annotation's item, annotator and round; per
-    annotation the latest revision with a label counts, in question order.
+    annotation the latest revision with a label counts, in question order. The query is SQL
+    written once (:func:`_labels_sql`): the ORM's join of the revisions to the assignments
+    through their item took 1.5 ms of CPU to build on each page answer, and PostgreSQL 1.2 ms to
+    plan.
     """
-    rows = (
-        Revision.objects.filter(  # one filter() call: every condition on the same assignment
-            assignments,
-            annotation__item__assignments__annotator_id=F("annotation__annotator_id"),
-            annotation__item__assignments__round=F("annotation__round"),
-            annotation__annotator_id=annotator_id,
-            annotation__question__study_id=study_id,
-            label__isnull=False,
-        )
-        .order_by("annotation__question__position", "annotation_id", "-number")
-        .values_list(
-            "annotation__item__assignments",
-            "annotation__item__external_id",
-            "annotation_id",
-            "label__name",
-        )
-    )
-    items: dict[int, str] = {}
+    if not of:
+        return {}
+    by_key = {(entry.item_id, entry.round): entry for entry in of}
+    items = sorted({entry.item_id for entry in of})
+    with connection.cursor() as cursor:
+        cursor.execute(_labels_sql(len(items)), [annotator_id, study_id, *items])
+        rows = cursor.fetchall()
     labels: dict[int, dict[int, str]] = defaultdict(dict)
-    for assignment_id, item, annotation_id, name in rows:
-        items[assignment_id] = item
-        labels[assignment_id].setdefault(annotation_id, name)
+    for item_id, round_, annotation_id, name in rows:
+        if (entry := by_key.get((item_id, round_))) is not None:
+            labels[entry.assignment_id].setdefault(annotation_id, name)
     return {
-        assignment_id: AnswerShown(
-            assignment_id=assignment_id, item=items[assignment_id], labels=list(names.values())
+        entry.assignment_id: AnswerShown(
+            assignment_id=entry.assignment_id,
+            item=entry.item,
+            labels=list(labels[entry.assignment_id].values()),
         )
-        for assignment_id, names in labels.items()
+        for entry in of
+        if labels.get(entry.assignment_id)
     }
+
+
+@cache
+def _labels_sql(n_items: int) -> str:
+    """The labelled revisions of one annotator's annotations of ``n_items`` items in a study:
+    ``(item_id, round, annotation_id, label name)``, in question order, the latest revision of
+    each annotation first (parameters: annotator, study, the items)."""
+    qn = connection.ops.quote_name
+
+    def columns(model: type[Any]) -> dict[str, str]:
+        return {f.name: qn(str(f.column)) for f in model._meta.concrete_fields}
+
+    rev, ann, que, lab = (columns(m) for m in (Revision, Annotation, Question, Label))
+    tables = {m: qn(m._meta.db_table) for m in (Revision, Annotation, Question, Label)}
+    r, a, q, lb = "r", "a", "q", "l"
+    return (
+        f"SELECT {a}.{ann['item']}, {a}.{ann['round']}, {a}.{ann['id']}, {lb}.{lab['name']} "
+        f"FROM {tables[Revision]} {r} "
+        f"JOIN {tables[Annotation]} {a} ON {a}.{ann['id']} = {r}.{rev['annotation']} "
+        f"JOIN {tables[Question]} {q} ON {q}.{que['id']} = {a}.{ann['question']} "
+        f"JOIN {tables[Label]} {lb} ON {lb}.{lab['id']} = {r}.{rev['label']} "
+        f"WHERE {a}.{ann['annotator']} = %s AND {q}.{que['study']} = %s "
+        f"AND {a}.{ann['item']} IN ({', '.join(['%s'] * n_items)}) "
+        f"ORDER BY {q}.{que['position']}, {a}.{ann['id']}, {r}.{rev['number']} DESC"
+    )
 
 
 def answered_latest_first(
