@@ -516,7 +516,12 @@ def main() -> None:
     parser.add_argument(
         "--annotators", type=int, default=0, help="per path; default: the most clients"
     )
-    parser.add_argument("--web", type=int, default=1, help="server processes")
+    parser.add_argument(
+        "--web",
+        type=int,
+        default=2,
+        help="server processes (2: what `annotation-studio serve` starts, WEB_CONCURRENCY)",
+    )
     parser.add_argument("--port", type=int, default=8400, help="(first) server port")
     parser.add_argument(
         "--mode",
