@@ -13,7 +13,7 @@ on ``completed_at, skip_count, ...`` does not give that order; SQLite's plan did
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.db import connection, transaction
@@ -53,30 +53,44 @@ def _growing(node: dict[str, Any]) -> bool:
     return any(n.get("Relation Name") in GROWING_TABLES for n in _nodes(node))
 
 
+def _findings(
+    queries: list[dict[str, str]],
+    sqlite: Callable[[str, list[str]], list[str]],
+    postgresql: Callable[[dict[str, Any]], list[str]],
+) -> list[str]:
+    """``finding  <-  query`` for every captured SELECT: ``sqlite(sql, plan lines)`` or
+    ``postgresql(plan)`` names what is wrong in its plan (none on other databases)."""
+    found = []
+    for sql in _selects(queries):
+        if connection.vendor == "sqlite":
+            lines = sqlite(sql, _sqlite_plan(sql))
+        elif connection.vendor == "postgresql":
+            lines = postgresql(_postgresql_plan(sql))
+        else:
+            lines = []
+        found += [f"{line}  <-  {sql[:160]}" for line in lines]
+    return found
+
+
 def full_scans(queries: list[dict[str, str]]) -> list[str]:
     """The plan lines of the captured ``queries`` that read a growing table end to end.
 
     SQLite: ``SCAN t`` (with or without a covering index) visits every row; ``SEARCH t USING
     INDEX`` visits only the matching ones. PostgreSQL: a ``Seq Scan`` of t.
     """
-    found = []
-    for sql in _selects(queries):
-        if connection.vendor == "sqlite":
-            lines = [
-                line
-                for line in _sqlite_plan(sql)
-                if line.startswith("SCAN") and any(t in line for t in GROWING_TABLES)
-            ]
-        elif connection.vendor == "postgresql":
-            lines = [
-                f"Seq Scan on {node['Relation Name']}"
-                for node in _nodes(_postgresql_plan(sql))
-                if node["Node Type"] == "Seq Scan" and node["Relation Name"] in GROWING_TABLES
-            ]
-        else:
-            lines = []
-        found += [f"{line}  <-  {sql[:160]}" for line in lines]
-    return found
+    return _findings(
+        queries,
+        sqlite=lambda sql, plan: [
+            line
+            for line in plan
+            if line.startswith("SCAN") and any(t in line for t in GROWING_TABLES)
+        ],
+        postgresql=lambda plan: [
+            f"Seq Scan on {node['Relation Name']}"
+            for node in _nodes(plan)
+            if node["Node Type"] == "Seq Scan" and node["Relation Name"] in GROWING_TABLES
+        ],
+    )
 
 
 def sorted_reads(queries: list[dict[str, str]]) -> list[str]:
@@ -88,25 +102,20 @@ def sorted_reads(queries: list[dict[str, str]]) -> list[str]:
     group) in a query ending in ``LIMIT``. PostgreSQL: a ``Sort`` right under a ``Limit``, in
     the query or any of its subqueries, over a growing table.
     """
-    found = []
-    for sql in _selects(queries):
-        if connection.vendor == "sqlite":
-            lines = [
-                line
-                for line in _sqlite_plan(sql)
-                if line in SQLITE_SORTS
-                and sql.split()[-2] == "LIMIT"
-                and any(f'FROM "{t}"' in sql for t in GROWING_TABLES)
-            ]
-        elif connection.vendor == "postgresql":
-            lines = [
-                f"Limit over {child['Node Type']}: {child.get('Sort Key')}"
-                for node in _nodes(_postgresql_plan(sql))
-                if node["Node Type"] == "Limit"
-                for child in node.get("Plans", [])
-                if child["Node Type"] in ("Sort", "Incremental Sort") and _growing(child)
-            ]
-        else:
-            lines = []
-        found += [f"{line}  <-  {sql[:160]}" for line in lines]
-    return found
+    return _findings(
+        queries,
+        sqlite=lambda sql, plan: [
+            line
+            for line in plan
+            if line in SQLITE_SORTS
+            and sql.split()[-2] == "LIMIT"
+            and any(f'FROM "{t}"' in sql for t in GROWING_TABLES)
+        ],
+        postgresql=lambda plan: [
+            f"Limit over {child['Node Type']}: {child.get('Sort Key')}"
+            for node in _nodes(plan)
+            if node["Node Type"] == "Limit"
+            for child in node.get("Plans", [])
+            if child["Node Type"] in ("Sort", "Incremental Sort") and _growing(child)
+        ],
+    )
