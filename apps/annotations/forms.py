@@ -18,7 +18,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 
 from apps.annotations.models import Assignment
-from apps.annotations.selectors import AnswerShown, assignments_to_answer
+from apps.annotations.selectors import AnswerShown, assignment_to_answer
 from apps.annotations.tickets import ticket_issue, ticket_read
 from apps.items.models import Item
 from apps.models_registry.suggestions import (
@@ -152,12 +152,11 @@ class AnswerForm(ServiceFormMixin, forms.Form):
             salt=TICKET_SALT,
             stale_message="This page is out of date; please answer the item again.",
         )
-        try:
-            data["assignment"] = assignments_to_answer().get(
-                pk=shown["assignment"], study=self.study, annotator=self.annotator
-            )
-        except Assignment.DoesNotExist:
-            raise ValidationError("That item is not in your queue.") from None
+        data["assignment"] = assignment_to_answer(
+            pk=shown["assignment"], study=self.study.pk, annotator=self.annotator.pk
+        )
+        if data["assignment"] is None:
+            raise ValidationError("That item is not in your queue.")
         data["suggestions"] = ticket_suggestions(
             shown.get("suggested", {}),
             item_id=data["assignment"].item_id,

@@ -16,6 +16,7 @@ from apps.items.models import Item
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Membership, Question, Study
 from apps.studies.selectors import covering_questions, items_of_any
+from core.compiled_queries import CompiledQuery
 from core.types import Account
 
 QUEUE_QUESTIONS = "_queue_questions"
@@ -56,6 +57,14 @@ def assignments_to_answer() -> QuerySet[Assignment]:
     ).annotate(annotating=RawSQL(_annotating_sql(), (Membership.Role.ANNOTATOR,), BooleanField()))
 
 
+def assignment_to_answer(*, pk: int, annotator: int, study: int | None = None) -> Assignment | None:
+    """The annotator's assignment ``pk`` (in the study, if given) as
+    :func:`assignments_to_answer` reads it (``None``: not theirs, or none), from SQL built
+    once (:mod:`core.compiled_queries`)."""
+    ids = {"pk": pk, "annotator": annotator} | ({} if study is None else {"study": study})
+    return _ASSIGNMENT_TO_ANSWER.first(**ids)
+
+
 @cache
 def _annotating_sql() -> str:
     """``EXISTS`` (a membership as annotator of the assignment's study) in SQL, the table and
@@ -73,23 +82,39 @@ def _annotating_sql() -> str:
     )
 
 
+_ASSIGNMENT_TO_ANSWER = CompiledQuery(
+    lambda pk, annotator, study=None: assignments_to_answer().filter(
+        pk=pk, annotator_id=annotator, **({} if study is None else {"study_id": study})
+    )
+)
+
+
 def assignment_next(
     *, annotator: Account, study: Study, questions: list[Question] | None = None
 ) -> Assignment | None:
     """The annotator's next unfinished assignment in the label queue (:func:`queue_item_filter`;
-    ``questions``: the study's queue questions, if the caller has them): unskipped first, then
-    the extra items of adaptive overlap, then in queue order."""
+    ``questions``: the study's queue questions, if the caller has them), with its item:
+    unskipped first, then the extra items of adaptive overlap, then in queue order (the order
+    of the index ``assignment_open_queue_idx``, whose first entry it is)."""
+    in_queue = queue_item_filter(study=study, questions=questions)
+    if not in_queue:  # no scope: the query's shape is always the same
+        return _NEXT_IN_QUEUE.first(study=study.pk, annotator=annotator.pk)
+    return _open_in_queue_order(study.pk, annotator.pk, in_queue).first()
+
+
+def _open_in_queue_order(study: int, annotator: int, in_queue: Q) -> QuerySet[Assignment]:
     return (
         Assignment.objects.filter(
-            queue_item_filter(study=study, questions=questions),
-            study=study,
-            annotator=annotator,
-            completed_at__isnull=True,
+            in_queue, study_id=study, annotator_id=annotator, completed_at__isnull=True
         )
         .select_related("item")
         .order_by("skip_count", "-extra", "position", "round", "id")
-        .first()
     )
+
+
+_NEXT_IN_QUEUE = CompiledQuery(
+    lambda study, annotator: _open_in_queue_order(study, annotator, Q())[:1]
+)
 
 
 def queue_entry(

@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from apps.annotations.exporting import CONTENT_TYPES
 from apps.annotations.models import Annotation, Assignment, Revision
-from apps.annotations.selectors import assignments_to_answer
+from apps.annotations.selectors import assignment_to_answer, assignments_to_answer
 from apps.exchange.huggingface import LICENSES
 from apps.exchange.identity import IDENTITIES, USERNAMES
 from apps.items.api.serializers import ItemSerializer
@@ -30,6 +30,25 @@ class OwnAssignmentField(serializers.PrimaryKeyRelatedField):
         if study is not None:
             assignments = assignments.filter(study=study)
         return assignments
+
+    def to_internal_value(self, data: Any) -> Any:
+        """One read from SQL built once (:func:`~apps.annotations.selectors.
+        assignment_to_answer`); the errors are the field's own."""
+        study = self.context.get("study")
+        if isinstance(data, bool) or not isinstance(data, int | str):
+            return super().to_internal_value(data)
+        try:
+            pk = int(data)
+        except ValueError:
+            self.fail("incorrect_type", data_type=type(data).__name__)
+        found = assignment_to_answer(
+            pk=pk,
+            annotator=self.context["request"].user.pk,
+            study=None if study is None else study.pk,
+        )
+        if found is None:
+            self.fail("does_not_exist", pk_value=data)
+        return found
 
 
 class ProgressSerializer(serializers.Serializer):
