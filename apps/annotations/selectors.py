@@ -65,18 +65,23 @@ def assignment_to_answer(*, pk: int, annotator: int, study: int | None = None) -
     return _ASSIGNMENT_TO_ANSWER.first(**ids)
 
 
+def _columns(model: type[Any], prefix: str = "") -> dict[str, str]:
+    """The model's quoted column names by field name (``prefix``: a table or alias and its
+    dot before each), for the SQL this module writes once."""
+    qn = connection.ops.quote_name
+    return {f.name: f"{prefix}{qn(str(f.column))}" for f in model._meta.concrete_fields}
+
+
 @cache
 def _annotating_sql() -> str:
     """``EXISTS`` (a membership as annotator of the assignment's study) in SQL, the table and
     column names taken from the models. It names the assignment table itself: the queryset
     is read on its own, never as a subquery (which would alias the table)."""
     qn = connection.ops.quote_name
-    member, assignment = Membership._meta, Assignment._meta
-    column = {f.name: qn(str(f.column)) for f in member.concrete_fields}
-    table = qn(assignment.db_table)
-    outer = {f.name: f"{table}.{qn(str(f.column))}" for f in assignment.concrete_fields}
+    column = _columns(Membership)
+    outer = _columns(Assignment, prefix=f"{qn(Assignment._meta.db_table)}.")
     return (
-        f"EXISTS (SELECT 1 FROM {qn(member.db_table)} WHERE {column['study']} = "
+        f"EXISTS (SELECT 1 FROM {qn(Membership._meta.db_table)} WHERE {column['study']} = "
         f"{outer['study']} AND {column['user']} = {outer['annotator']} AND "
         f"{column['role']} = %s)"
     )
@@ -163,9 +168,10 @@ def answer_shown(*, assignment: Assignment) -> AnswerShown | None:
     labels the undo retracted. One query (see :func:`_answers_shown`), and one for the item's
     external id unless the assignment comes with its item.
     """
-    shown = Shown(assignment.pk, assignment.item_id, assignment.round, assignment.item.external_id)
     return _answers_shown(
-        annotator_id=assignment.annotator_id, study_id=assignment.study_id, of=[shown]
+        annotator_id=assignment.annotator_id,
+        study_id=assignment.study_id,
+        of=[Shown.of(assignment)],
     ).get(assignment.pk)
 
 
@@ -187,7 +193,7 @@ def queue_answers_shown(
     latest = answered.values_list("pk", "item_id", "round", "item__external_id").first()
     of = [Shown(*latest)] if latest else []
     if shown is not None:
-        of.append(Shown(shown.pk, shown.item_id, shown.round, shown.item.external_id))
+        of.append(Shown.of(shown))
     answers = _answers_shown(annotator_id=annotator.pk, study_id=study.pk, of=of)
     return (
         answers.get(latest[0]) if latest else None,
@@ -202,6 +208,11 @@ class Shown(NamedTuple):
     item_id: int
     round: int
     item: str  # the item's external id
+
+    @classmethod
+    def of(cls, assignment: Assignment) -> Shown:
+        """The assignment's (its item read, unless it came with it)."""
+        return cls(assignment.pk, assignment.item_id, assignment.round, assignment.item.external_id)
 
 
 def _answers_shown(*, annotator_id: int, study_id: int, of: list[Shown]) -> dict[int, AnswerShown]:
@@ -242,22 +253,18 @@ def _labels_sql(n_items: int) -> str:
     ``(item_id, round, annotation_id, label name)``, in question order, the latest revision of
     each annotation first (parameters: annotator, study, the items)."""
     qn = connection.ops.quote_name
-
-    def columns(model: type[Any]) -> dict[str, str]:
-        return {f.name: qn(str(f.column)) for f in model._meta.concrete_fields}
-
-    rev, ann, que, lab = (columns(m) for m in (Revision, Annotation, Question, Label))
-    tables = {m: qn(m._meta.db_table) for m in (Revision, Annotation, Question, Label)}
-    r, a, q, lb = "r", "a", "q", "l"
+    rev, ann = _columns(Revision, prefix="r."), _columns(Annotation, prefix="a.")
+    que, lab = _columns(Question, prefix="q."), _columns(Label, prefix="l.")
+    table = {m: qn(m._meta.db_table) for m in (Revision, Annotation, Question, Label)}
     return (
-        f"SELECT {a}.{ann['item']}, {a}.{ann['round']}, {a}.{ann['id']}, {lb}.{lab['name']} "
-        f"FROM {tables[Revision]} {r} "
-        f"JOIN {tables[Annotation]} {a} ON {a}.{ann['id']} = {r}.{rev['annotation']} "
-        f"JOIN {tables[Question]} {q} ON {q}.{que['id']} = {a}.{ann['question']} "
-        f"JOIN {tables[Label]} {lb} ON {lb}.{lab['id']} = {r}.{rev['label']} "
-        f"WHERE {a}.{ann['annotator']} = %s AND {q}.{que['study']} = %s "
-        f"AND {a}.{ann['item']} IN ({', '.join(['%s'] * n_items)}) "
-        f"ORDER BY {q}.{que['position']}, {a}.{ann['id']}, {r}.{rev['number']} DESC"
+        f"SELECT {ann['item']}, {ann['round']}, {ann['id']}, {lab['name']} "
+        f"FROM {table[Revision]} r "
+        f"JOIN {table[Annotation]} a ON {ann['id']} = {rev['annotation']} "
+        f"JOIN {table[Question]} q ON {que['id']} = {ann['question']} "
+        f"JOIN {table[Label]} l ON {lab['id']} = {rev['label']} "
+        f"WHERE {ann['annotator']} = %s AND {que['study']} = %s "
+        f"AND {ann['item']} IN ({', '.join(['%s'] * n_items)}) "
+        f"ORDER BY {que['position']}, {ann['id']}, {rev['number']} DESC"
     )
 
 
@@ -298,11 +305,10 @@ def annotator_progress(
 
 @cache
 def _progress_sql() -> str:
-    qn = connection.ops.quote_name
-    meta = Assignment._meta
-    column = {f.name: qn(str(f.column)) for f in meta.concrete_fields}
+    column = _columns(Assignment)
     return (
-        f"SELECT COUNT(*), COUNT({column['completed_at']}) FROM {qn(meta.db_table)} "
+        f"SELECT COUNT(*), COUNT({column['completed_at']}) "
+        f"FROM {connection.ops.quote_name(Assignment._meta.db_table)} "
         f"WHERE {column['study']} = %s AND {column['annotator']} = %s"
     )
 
