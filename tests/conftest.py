@@ -44,9 +44,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     on_postgres = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
     skip = pytest.mark.skip(reason="needs PostgreSQL (DATABASE_URL); SQLite serialises writes")
+    fuzz = pytest.mark.skip(reason="a fuzz run: the PostgreSQL + Redis pass (DATABASE_URL)")
     for item in items:
         if "postgres" in item.keywords and not on_postgres:
             item.add_marker(skip)
+        if "fuzz" in item.keywords and not on_postgres:
+            item.add_marker(fuzz)
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ import pytest
 
 from tests.annotate_site.helpers import child_env, manage
 
+pytestmark = pytest.mark.own_processes  # the same on every test database
+
 SHOW = (
     "from django.conf import settings; import json; "
     "print('DATABASES=' + json.dumps(settings.DATABASES, default=str))"

@@ -6,8 +6,12 @@ import asyncio
 import subprocess
 import sys
 
+import pytest
+
 from annotate_site.peer_layer import PeerChannelLayer
 from tests.annotate_site.helpers import REPO, child_env
+
+pytestmark = pytest.mark.own_processes  # the same on every test database
 
 SEND_FROM_ANOTHER_PROCESS = """
 import django

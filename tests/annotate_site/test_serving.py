@@ -20,6 +20,8 @@ import pytest
 
 from tests.annotate_site.helpers import REPO, child_env, manage
 
+pytestmark = pytest.mark.own_processes  # the same on every test database
+
 MB = 1024 * 1024
 LOGIN = "/accounts/login/"
 

@@ -9,6 +9,8 @@ import pytest
 
 from tests.annotate_site.helpers import PRODUCTION_ENV, child_env, manage, python_code
 
+pytestmark = pytest.mark.own_processes  # the same on every test database
+
 
 def test_check_deploy_is_clean_with_the_documented_production_variables(tmp_path: Path):
     result = manage(

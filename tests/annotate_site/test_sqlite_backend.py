@@ -12,6 +12,8 @@ from django.db.utils import ConnectionHandler
 
 from annotate_site.sqlite.base import _write_lock
 
+pytestmark = pytest.mark.own_processes  # the same on every test database
+
 
 @pytest.fixture(autouse=True)
 def _own_database_files(django_db_blocker):

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.annotate_site.helpers import child_env, python_code
+
+pytestmark = pytest.mark.own_processes  # the same on every test database
 
 LOADED = """
 import json, os, sys

@@ -4,30 +4,45 @@ from __future__ import annotations
 
 import time
 
-from django.db import connection
+from django.core.management.color import no_style
+from django.db import DatabaseError, connection, transaction
 from playwright.sync_api import BrowserContext
 
 
 def close_contexts(contexts: list[BrowserContext], *, timeout: float = 10.0) -> None:
-    """Close the browser contexts, then wait until the server's requests have finished.
+    """Close the browser contexts, then wait (bounded) until the test database can be flushed.
 
     Closing a page fires ``pagehide``, whose ``keepalive`` uploads (the trace recorder's last
-    chunk) outlive the page: a request still in a transaction when the test database is
-    flushed deadlocks with the flush's ``TRUNCATE`` on PostgreSQL. Wait (bounded) until no
-    other session of the test database is active or inside a transaction.
+    chunk) outlive the page, and the server, seeing the client gone, cancels the response but
+    not the view's thread. A view still in a transaction when the test database is flushed
+    deadlocks with the flush's ``TRUNCATE`` on PostgreSQL and makes SQLite's ``DELETE`` fail
+    ("database table is locked": a shared in-memory database locks tables, not the file).
     """
     for context in contexts:
         context.close()
-    if connection.vendor != "postgresql":
-        return
     deadline = time.monotonic() + timeout
-    with connection.cursor() as cursor:
-        while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not _flushable():
+        time.sleep(0.05)
+
+
+def _flushable() -> bool:
+    """Whether no other session of the test database holds what a flush needs."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
                 " AND pid <> pg_backend_pid()"
                 " AND state IN ('active', 'idle in transaction', 'idle in transaction (aborted)')"
             )
-            if cursor.fetchone()[0] == 0:
-                return
-            time.sleep(0.05)
+            return cursor.fetchone()[0] == 0
+    # SQLite gives no list of sessions: try the flush's statements, and roll them back.
+    tables = connection.introspection.django_table_names(only_existing=True)
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                for statement in connection.ops.sql_flush(no_style(), tables):
+                    cursor.execute(statement)
+            transaction.set_rollback(True)
+    except DatabaseError:
+        return False
+    return True

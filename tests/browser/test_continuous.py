@@ -166,6 +166,7 @@ SLOW_NETWORK = {"latency": 300, "downloadThroughput": 200_000, "uploadThroughput
 FAST_NETWORK = {"latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
 
 
+@pytest.mark.fuzz
 def test_reloads_at_random_moments_lose_nothing_beyond_one_chunk(
     open_page, sign_in, screenshot, upload_gate
 ):
