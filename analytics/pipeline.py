@@ -99,8 +99,9 @@ def answers_waiting(*, question_id: int, kind: str) -> int:
     return Annotation.objects.filter(question_id=question_id, analysis_pending=True).count()
 
 
-def quality_sweep() -> list[int]:
-    """Dispatch every question whose state lags its answers; return their ids.
+def quality_sweep(*, hooks: bool = True) -> list[int]:
+    """Dispatch every question whose state lags its answers; return their ids. Then, with
+    ``hooks``, run the apps' catch-up hooks (:data:`SWEEP_HOOKS`).
 
     The quality worker's pass (:mod:`analytics.worker`, which processes in the pass itself) and,
     in ``thread`` mode, the catch-up for whatever a dispatch after commit could not do (a
@@ -126,7 +127,7 @@ def quality_sweep() -> list[int]:
             lagging.add(pk)
     for question_id in sorted(lagging):
         _dispatch(question_id)
-    for hook in SWEEP_HOOKS:
+    for hook in SWEEP_HOOKS if hooks else ():
         try:
             hook()
         except Exception:  # one app's catch-up must not stop the quality sweep

@@ -428,6 +428,9 @@ QUESTION_KINDS = [
 # every QUALITY_WORKER_INTERVAL seconds (analytics/worker.py).
 QUALITY_UPDATES = os.environ.get("QUALITY_UPDATES", "thread")
 QUALITY_WORKER_INTERVAL = float(os.environ.get("QUALITY_WORKER_INTERVAL", "0.25"))
+# A worker runs the apps' catch-up hooks (analytics.pipeline.SWEEP_HOOKS: queue orders, model
+# runs and endpoints, forecasts, interval refreshes) every N seconds, not on every pass.
+QUALITY_WORKER_HOOK_INTERVAL = float(os.environ.get("QUALITY_WORKER_HOOK_INTERVAL", "2"))
 # A thread-mode process sends the questions whose answers still wait for analysis on their way
 # at start and then every N seconds (0 = never): the catch-up after it was down
 # (analytics.pipeline.quality_sweep).

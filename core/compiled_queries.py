@@ -42,6 +42,7 @@ class _Prepared:
     end: int
     populators: list[Any]
     annotations: dict[str, int]
+    converters: dict[int, Any]
 
 
 class CompiledQuery(Generic[M]):
@@ -68,8 +69,10 @@ class CompiledQuery(Generic[M]):
         with connections[found.db].cursor() as cursor:
             cursor.execute(found.sql, params)
             rows = cursor.fetchall()
+        if found.converters:  # what results_iter would do, converters looked up once
+            rows = found.compiler.apply_converters(rows, found.converters)
         objects = []
-        for row in found.compiler.results_iter(results=[rows]):
+        for row in rows:
             obj = found.model.from_db(found.db, found.init_list, row[found.start : found.end])
             for populator in found.populators:
                 populator.populate(row, obj)
@@ -99,6 +102,9 @@ class CompiledQuery(Generic[M]):
                     raise ValueError(f"{name!r} stands {len(at)} times in the query, not once")
                 places[name] = at[0]
             select, klass_info = compiler.select, compiler.klass_info
+            columns = [column[0] for column in select[: compiler.col_count]]
+            if compiler.has_composite_fields(columns):
+                raise ValueError("a composite primary key is not supported")
             fields = klass_info["select_fields"]
             start, end = fields[0], fields[-1] + 1
             found = _Prepared(
@@ -114,6 +120,7 @@ class CompiledQuery(Generic[M]):
                 # Django 5.2's signature (django-stubs describe 6.x, which adds fetch_mode)
                 populators=get_related_populators(klass_info, select, queryset.db),  # type: ignore[call-arg]
                 annotations=dict(compiler.annotation_col_map),
+                converters=compiler.get_converters(columns),
             )
             self._prepared[names] = found
             return found

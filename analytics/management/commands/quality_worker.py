@@ -34,4 +34,6 @@ class Command(BaseCommand):
             signal.signal(sig, lambda *_: stop.set())
         self.stdout.write(f"Quality worker: a pass every {interval} s", ending="\n")
         self.stdout.flush()
-        quality_worker_run(interval=interval, stop=stop)
+        quality_worker_run(
+            interval=interval, stop=stop, hook_interval=settings.QUALITY_WORKER_HOOK_INTERVAL
+        )
