@@ -147,7 +147,9 @@ def test_worker_mode_leaves_the_answers_to_the_worker_pass_which_coalesces_them(
     assert incremental.equals(fresh)
 
 
-def test_a_worker_runs_the_apps_sweep_hooks_on_its_own_slower_clock(db, settings, monkeypatch):
+def test_a_worker_runs_the_apps_sweep_hooks_on_its_own_slower_clock(
+    transactional_db, settings, monkeypatch
+):  # the pass runs as served: no test transaction
     """The apps' catch-up hooks (queue orders, model runs and endpoints, forecasts, interval
     refreshes, snapshot republishing) cost 2.9 ms of CPU a pass, nine tenths of an idle
     pass: run on each of four passes a second, an idle worker spent 1.2 % of a core. A worker

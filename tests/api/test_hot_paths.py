@@ -16,15 +16,16 @@ from tests.query_plans import full_scans, sorted_reads
 
 # The token with its user, the assignment with what the answer check reads (study, recruitment,
 # participation, membership), then the write transaction (a savepoint in a test): insert the
-# annotation (in a savepoint: it is the assignment's first answer, so no locking read before
-# it), the revision, the annotation's pointer and the assignment, complete (every queue
-# question answered now: no completion query). The study's questions, labels and overlap rules
-# come from the per-process cache (apps.studies.selectors.study_questions_cached), read once
-# per study and version (QUESTIONS_QUERIES more then). Before: 22, then 17 (knox's sweep of the
-# user's other tokens, the assignment read again by the service and the membership check: 3
-# more), then 14 (the questions and labels read on every answer, the annotation's locking read
-# before its insert, the completion query: 4 more).
-SUBMIT_QUERIES = 10
+# annotation (INSERT ... ON CONFLICT DO NOTHING: it is the assignment's first answer, so no
+# locking read before it), the revision, the annotation's pointer and the assignment, complete
+# (every queue question answered now: no completion query). The study's questions, labels and
+# overlap rules come from the per-process cache (apps.studies.selectors.study_questions_cached),
+# read once per study and version (QUESTIONS_QUERIES more then). Before: 22, then 17 (knox's
+# sweep of the user's other tokens, the assignment read again by the service and the membership
+# check: 3 more), then 14 (the questions and labels read on every answer, the annotation's
+# locking read before its insert, the completion query: 4 more), then 10 (the insert's own
+# savepoint and its release: 2 more; core.locking).
+SUBMIT_QUERIES = 8
 # A miss of the questions cache: the questions (with their rules), their labels.
 QUESTIONS_QUERIES = 2
 # The token with its user, the study with the user's role, the queue questions (their scopes
