@@ -134,8 +134,9 @@ def live_fragments(context: dict[str, Any], *, plots: bool) -> list[Fragment]:
     """The dashboard's pushed fragments from its context (the plots only with ``plots``).
 
     Each is a partial of the page's own template, so a push looks exactly like a reload; the
-    annotators card has one part per row (the ``annotator-row`` partial). With the plots they
-    are, in order, the template's ``live`` partial (the page's htmx refresh).
+    annotators card has one part per row (the ``annotator-row`` partial), rendered once and
+    put into the card as rendered (``rows_html``: the same text as the card's own loop). With
+    the plots they are, in order, the template's ``live`` partial (the page's htmx refresh).
     """
 
     def render(name: str, **extra: Any) -> str:
@@ -148,7 +149,9 @@ def live_fragments(context: dict[str, Any], *, plots: bool) -> list[Fragment]:
     plot_cards = ["heatmap", "map", "interval-plots", "kind-plots"]
     names = ["summary", "annotators", *(plot_cards if plots else [])]
     return [
-        Fragment(name, render(name), rows if name == "annotators" else ())
+        Fragment(name, render(name, rows_html=[row.html for row in rows]), rows)
+        if name == "annotators"
+        else Fragment(name, render(name))
         for name in [*names, "kind-cards", "trends"]
     ]
 
