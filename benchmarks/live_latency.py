@@ -224,8 +224,12 @@ async def _load(
     clients: list[dict[str, Any]],
     think: float,
     timeout: float,
+    warm_up: float,
 ) -> dict[str, Any]:
-    """Simulated annotators submit over HTTP while one dashboard websocket listens."""
+    """Simulated annotators submit over HTTP while one dashboard websocket listens; the push
+    latencies of the submits sent ``warm_up`` seconds or more after the start are also given
+    apart (the steady state: a fresh worker imports its libraries and computes its first
+    intervals in the first seconds)."""
     import urllib.request
 
     import websockets
@@ -250,7 +254,7 @@ async def _load(
             return response.status
 
     waiters: set[asyncio.Event] = set()
-    latencies: list[float] = []
+    latencies: list[tuple[float, float]] = []  # (sent, latency)
     http_times: list[float] = []
     errors = 0
 
@@ -293,7 +297,7 @@ async def _load(
                         None,
                     )
                     if seen is not None:
-                        latencies.append(seen - sent)
+                        latencies.append((sent, seen - sent))
                         break
                     event.clear()
                     remaining = deadline - time.perf_counter()
@@ -323,10 +327,13 @@ async def _load(
         await asyncio.gather(*(annotator(c, i) for i, c in enumerate(clients)))
         elapsed = time.perf_counter() - started
         listener.cancel()
-    lat = sorted(latencies)
+    lat = sorted(latency for _, latency in latencies)
+    steady = sorted(latency for sent, latency in latencies if sent - started >= warm_up)
 
-    def pct(p: float) -> float:
-        return 1000 * lat[min(len(lat) - 1, round(p * (len(lat) - 1)))] if lat else float("nan")
+    def pct(p: float, values: list[float] = lat) -> float:
+        if not values:
+            return float("nan")
+        return 1000 * values[min(len(values) - 1, round(p * (len(values) - 1)))]
 
     return {
         "submits": len(http_times),
@@ -337,6 +344,9 @@ async def _load(
         "push_latency_ms_p50": pct(0.50),
         "push_latency_ms_p95": pct(0.95),
         "push_latency_ms_max": pct(1.0),
+        "steady_submits": len(steady),
+        "steady_push_latency_ms_p50": pct(0.50, steady),
+        "steady_push_latency_ms_p95": pct(0.95, steady),
     }
 
 
@@ -349,6 +359,9 @@ def main() -> None:
     parser.add_argument("--submits", type=int, default=6, help="per simulated annotator")
     parser.add_argument("--think", type=float, default=3.0, help="mean seconds between submits")
     parser.add_argument("--timeout", type=float, default=15.0)
+    parser.add_argument(
+        "--warm-up", type=float, default=10.0, help="seconds left out of the steady-state p95"
+    )
     parser.add_argument(
         "--mode",
         choices=["thread", "inline", "worker"],
@@ -461,6 +474,7 @@ def main() -> None:
                     clients=clients,
                     think=args.think,
                     timeout=args.timeout,
+                    warm_up=args.warm_up,
                 )
             )
         )
@@ -476,6 +490,11 @@ def main() -> None:
         f"submit -> pushed update p50 {results['push_latency_ms_p50']:.0f} ms, "
         f"p95 {results['push_latency_ms_p95']:.0f} ms (max {results['push_latency_ms_max']:.0f})"
         " - goal p95 <= 1000 ms"
+    )
+    print(
+        f"  after the first {args.warm_up:g} s ({results['steady_submits']} submits): "
+        f"p50 {results['steady_push_latency_ms_p50']:.0f} ms, "
+        f"p95 {results['steady_push_latency_ms_p95']:.0f} ms"
     )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
