@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from django.core.management.color import no_style
+from django.core.management.sql import sql_flush
 from django.db import DatabaseError, connection, transaction
 from playwright.sync_api import BrowserContext
 
@@ -35,12 +36,11 @@ def _flushable() -> bool:
                 " AND state IN ('active', 'idle in transaction', 'idle in transaction (aborted)')"
             )
             return cursor.fetchone()[0] == 0
-    # SQLite gives no list of sessions: try the flush's statements, and roll them back.
-    tables = connection.introspection.django_table_names(only_existing=True)
+    # SQLite gives no list of sessions: try the flush command's statements, and roll them back.
     try:
         with transaction.atomic():
             with connection.cursor() as cursor:
-                for statement in connection.ops.sql_flush(no_style(), tables):
+                for statement in sql_flush(no_style(), connection, reset_sequences=False):
                     cursor.execute(statement)
             transaction.set_rollback(True)
     except DatabaseError:
