@@ -3,9 +3,12 @@ in a bounded number of SQL queries, whatever the annotator's history, with no fu
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from apps.annotations.models import Assignment
 from tests.apps.annotations.test_views import HTMX, answer, queue_url
@@ -48,3 +51,29 @@ def test_htmx_answer_runs_a_bounded_number_of_queries(client) -> None:
     assert len(queries) == ANSWER_QUERIES, [q["sql"][:80] for q in queries.captured_queries]
     assert full_scans(queries.captured_queries) == []
     assert sorted_reads(queries.captured_queries) == []
+
+
+def test_the_queue_stays_in_index_order_with_the_statistics_of_an_import(client) -> None:
+    """Planner statistics taken after an import (apps.annotations.importing runs ``ANALYZE``)
+    describe finished assignments, each with its own ``completed_at``. SQLite then took
+    ``completed_at IS NULL`` for a selective equality on the index of answered assignments
+    and read the next item through it, sorting every open assignment of the annotator on each
+    answer; the index of answered assignments now holds only those (``IS NOT NULL``)."""
+    finished, _ = running_study(n_items=200, n_annotators=3)
+    now = timezone.now()
+    for n, assignment in enumerate(Assignment.objects.filter(study=finished)):
+        assignment.completed_at = now - timedelta(seconds=n)
+        assignment.save(update_fields=["completed_at"])
+    with connection.cursor() as cursor:
+        for table in ("annotations_annotation", "annotations_revision", "annotations_assignment"):
+            cursor.execute(f"ANALYZE {table}")
+    study, (annotator, *_) = running_study(n_items=40, n_annotators=2)
+    client.force_login(annotator)
+    for _ in range(5):
+        client.post(queue_url(study), answer(client, study, "positive"), **HTMX)
+    data = answer(client, study, "negative")
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post(queue_url(study), data, **HTMX)
+    assert response.status_code == 200
+    assert sorted_reads(queries.captured_queries) == []
+    assert full_scans(queries.captured_queries) == []
