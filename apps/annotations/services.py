@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Exists, F, Max, OuterRef, Q
 from django.utils import timezone
 from numpy.typing import ArrayLike, NDArray
@@ -23,7 +23,7 @@ from analytics.pipeline import quality_schedule
 from analytics.selectors import excluded_annotator_ids
 from apps.adjudication.models import OverlapRule
 from apps.adjudication.selectors import flagged_annotator_ids, overlap_rule, rule_readings
-from apps.annotations.models import Annotation, Assignment, Revision
+from apps.annotations.models import Annotation, AnnotatorProgress, Assignment, Revision
 from apps.annotations.ordering import queue_order_follow
 from apps.annotations.selectors import (
     QUEUE_QUESTIONS,
@@ -568,3 +568,39 @@ def annotation_undo_last(
     latest.save(update_fields=["skip_count"])
     _assignment_refresh_completion(assignment=latest)
     return latest
+
+
+@transaction.atomic
+def progress_recount() -> int:
+    """Recount every annotator's progress counters from their assignments; return how many
+    (study, annotator) counts were wrong.
+
+    The database keeps the counters (:class:`~apps.annotations.models.AnnotatorProgress`)
+    on every write; only rows written with its triggers off (a data-only restore with
+    ``--disable-triggers``) can leave them behind. On PostgreSQL the assignments are locked
+    against writes meanwhile, so no answer lands between the count and the new counters.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            table = connection.ops.quote_name(Assignment._meta.db_table)
+            cursor.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+    counted = {
+        (row["study_id"], row["annotator_id"]): (row["total"], row["done"])
+        for row in Assignment.objects.order_by()
+        .values("study_id", "annotator_id")
+        .annotate(total=Count("id"), done=Count("completed_at"))
+    }
+    kept = {
+        (p.study_id, p.annotator_id): (p.total, p.done)
+        for p in AnnotatorProgress.objects.all()
+        if p.total or p.done
+    }
+    AnnotatorProgress.objects.all().delete()
+    AnnotatorProgress.objects.bulk_create(
+        [
+            AnnotatorProgress(study_id=study, annotator_id=annotator, total=total, done=done)
+            for (study, annotator), (total, done) in counted.items()
+        ],
+        batch_size=5000,
+    )
+    return sum(kept.get(key) != counted.get(key) for key in counted.keys() | kept.keys())
