@@ -26,6 +26,7 @@ from analytics.metrics.outliers import OutlierFlag, flag_outliers, flag_with_int
 from analytics.models import Exclusion, Flag, FlagEvent
 from analytics.selectors import excludable_annotators
 from apps.studies.models import Question, Study
+from core.row_updates import rows_update
 from core.types import Account
 
 
@@ -189,10 +190,15 @@ def _rule_hits(
     return hits
 
 
-def _log(flag: Flag, *, actor: Account | None, before: str, note: str) -> None:
-    FlagEvent.objects.create(
+def _event(flag: Flag, *, actor: Account | None, before: str, note: str) -> FlagEvent:
+    """The log entry of the flag's move from ``before`` to its status (unsaved)."""
+    return FlagEvent(
         flag=flag, actor=actor, from_status=before, to_status=flag.status, note=note[:500]
     )
+
+
+def _log(flag: Flag, *, actor: Account | None, before: str, note: str) -> None:
+    _event(flag, actor=actor, before=before, note=note).save()
 
 
 @transaction.atomic
@@ -219,18 +225,25 @@ def flags_evaluate(
         (f.annotator_id, f.indicator): f
         for f in Flag.objects.select_for_update().filter(question=question)
     }
+    # The quality worker runs this on every pass: the flags are written in one statement per
+    # kind of write (raised, refreshed, logged, gone quiet), not one per flag.
+    now = timezone.now()
+    raised: list[Flag] = []
+    refreshed: list[Flag] = []
+    events: list[FlagEvent] = []
     for key, (reason, figures) in hits.items():
         flag = existing.get(key)
         if flag is None:
-            flag = Flag.objects.create(
-                study_id=question.study_id,
-                question=question,
-                annotator_id=key[0],
-                indicator=key[1],
-                reason=reason[:500],
-                figures=figures,
+            raised.append(
+                Flag(
+                    study_id=question.study_id,
+                    question=question,
+                    annotator_id=key[0],
+                    indicator=key[1],
+                    reason=reason[:500],
+                    figures=figures,
+                )
             )
-            _log(flag, actor=None, before="", note=reason)
             continue
         before = flag.status
         unchanged = (flag.reason, flag.active, flag.figures)
@@ -241,11 +254,18 @@ def flags_evaluate(
             bad_side = bad_sides.get(key[1], -1.0)
             if bad_side * (figures["value"] - dismissed_at) > config.reopen_margin:
                 flag.status = Flag.Status.OPEN
-                _log(flag, actor=None, before=before, note=f"worse since dismissed: {reason}")
+                note = f"worse since dismissed: {reason}"
+                events.append(_event(flag, actor=None, before=before, note=note))
         if flag.status != before or (flag.reason, flag.active, flag.figures) != unchanged:
-            flag.save()
+            flag.updated_at = now
+            refreshed.append(flag)
+    Flag.objects.bulk_create(raised)  # with their ids (PostgreSQL, SQLite >= 3.35)
+    events += [_event(flag, actor=None, before="", note=flag.reason) for flag in raised]
+    rows_update(refreshed, ["reason", "active", "figures", "status", "updated_at"])
+    FlagEvent.objects.bulk_create(events)
     stale = [f.pk for key, f in existing.items() if key not in hits and f.active]
-    Flag.objects.filter(pk__in=stale).update(active=False, updated_at=timezone.now())
+    if stale:
+        Flag.objects.filter(pk__in=stale).update(active=False, updated_at=now)
     return [
         {"annotator": key[0], "indicator": key[1], "reason": reason, "figures": figures}
         for key, (reason, figures) in hits.items()

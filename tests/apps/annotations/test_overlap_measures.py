@@ -72,7 +72,10 @@ def _pair(study, position: int):
 
 
 def test_the_posterior_entropy_rule_extends_a_split_item_not_an_agreed_one():
-    study, question = _categorical(ENTROPY, 0.1)
+    # Who shares which items follows the queue fill's seed (the study's id, so the tests run
+    # before this one): the split item's entropy was 0.09-0.82 over such arrangements, the
+    # agreed one's at most 0.0001 (a threshold of 0.1 failed on one of them).
+    study, question = _categorical(ENTROPY, 0.02)
     agreed, (a, b) = _pair(study, 24)
     _answer(question, a, agreed, "positive")
     _answer(question, b, agreed, "positive")
@@ -82,7 +85,7 @@ def test_the_posterior_entropy_rule_extends_a_split_item_not_an_agreed_one():
     _answer(question, d, split, "positive")
     found = question_aggregates(question=question)
     entropy = posterior_entropy(found.aggregates.posteriors)
-    assert entropy[found.row(split.pk)] > 0.1 > entropy[found.row(agreed.pk)]
+    assert entropy[found.row(split.pk)] > 0.02 > entropy[found.row(agreed.pk)]
     assert list(Assignment.objects.filter(extra=True).values_list("item", flat=True)) == [split.pk]
 
 
