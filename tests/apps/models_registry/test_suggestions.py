@@ -9,8 +9,7 @@ import re
 import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
-from django.db import connection
-from django.test.utils import CaptureQueriesContext, override_settings
+from django.test.utils import override_settings
 
 from apps.annotations.models import Revision
 from apps.models_registry.models import Suggestion
@@ -21,8 +20,8 @@ from apps.models_registry.suggestions import (
     suggestion_drawn,
 )
 from apps.studies.services import question_create, question_update
-from tests.apps.annotations.test_hot_paths import ANSWER_QUERIES
-from tests.apps.annotations.test_views import HTMX, answer, queue_url
+from tests.apps.annotations.test_hot_paths import ANSWER_QUERIES, captured_answer
+from tests.apps.annotations.test_views import answer, queue_url
 from tests.apps.models_registry.suggesting import suggesting_study
 from tests.factories import SENTIMENT_LABELS, StudyFactory, running_study
 from tests.query_plans import full_scans, sorted_reads
@@ -218,18 +217,13 @@ def test_the_suggestion_costs_one_query_to_show_and_one_to_record(client):
     figure holds (tests/apps/annotations/test_hot_paths.py)."""
     study, (annotator, _), _ = suggesting_study(n_items=20)
     client.force_login(annotator)
-    for _ in range(5):
-        client.post(queue_url(study), answer(client, study, "positive"), **HTMX)
-    data = answer(client, study, "negative")
-    with CaptureQueriesContext(connection) as queries:
-        response = client.post(queue_url(study), data, **HTMX)
-    assert response.status_code == 200
-    sqls = [q["sql"] for q in queries.captured_queries]
+    _, queries = captured_answer(client, study, after=5)
+    sqls = [q["sql"] for q in queries]
     assert len(sqls) <= ANSWER_QUERIES + 2, [s[:80] for s in sqls]
     assert sum("models_registry_suggestion" in s for s in sqls) == 1
     assert sum("models_registry_prediction" in s for s in sqls) == 1
-    assert full_scans(queries.captured_queries) == []
-    assert sorted_reads(queries.captured_queries) == []
+    assert full_scans(queries) == []
+    assert sorted_reads(queries) == []
 
 
 # ---------- the question editor ----------
