@@ -264,8 +264,7 @@ def flags_evaluate(
     rows_update(refreshed, ["reason", "active", "figures", "status", "updated_at"])
     FlagEvent.objects.bulk_create(events)
     stale = [f.pk for key, f in existing.items() if key not in hits and f.active]
-    if stale:
-        Flag.objects.filter(pk__in=stale).update(active=False, updated_at=now)
+    Flag.objects.filter(pk__in=stale).update(active=False, updated_at=now)
     return [
         {"annotator": key[0], "indicator": key[1], "reason": reason, "figures": figures}
         for key, (reason, figures) in hits.items()

@@ -591,9 +591,11 @@ def progress_recount() -> int:
         .annotate(total=Count("id"), done=Count("completed_at"))
     }
     kept = {
-        (p.study_id, p.annotator_id): (p.total, p.done)
-        for p in AnnotatorProgress.objects.all()
-        if p.total or p.done
+        (study, annotator): (total, done)
+        for study, annotator, total, done in AnnotatorProgress.objects.values_list(
+            "study_id", "annotator_id", "total", "done"
+        )
+        if total or done
     }
     AnnotatorProgress.objects.all().delete()
     AnnotatorProgress.objects.bulk_create(
