@@ -55,6 +55,7 @@ class PeerTally:
     acknowledged: int = 0
     errors: int = 0
     answer_ms: list[float] = field(default_factory=list)
+    ran_out: int = 0  # clients left with nothing to answer before the end
 
 
 # --- one keep-alive HTTP/1.1 connection with cookies ---------------------------------------
@@ -194,7 +195,7 @@ def potato_start(bin_dir: Path, work: Path, *, port: int, items: int) -> Peer:
         "user_config: {allow_all_users: true, users: []}\n"
         "login: {type: url_direct, url_argument: PROLIFIC_PID}\n"
         "alert_time_each_instance: 10000000\n"
-        "assignment_strategy: random\n"
+        "assignment_strategy: fixed_order\n"
         f"max_annotations_per_user: {items}\n"
         "max_annotations_per_item: -1\n"
         "annotation_schemes:\n"
@@ -252,6 +253,9 @@ def potato_start(bin_dir: Path, work: Path, *, port: int, items: int) -> Peer:
                 await asyncio.sleep(0.05)
                 continue
             found = POTATO_INSTANCE.search(body)
+            if status == 200 and found is None:  # the participant's items are done
+                tally.ran_out += 1
+                return
             if status != 200 or found is None:
                 tally.errors += 1
                 return
@@ -354,10 +358,11 @@ def label_studio_start(bin_dir: Path, work: Path, *, port: int, items: int) -> P
                 status, _, body = await conn.request(
                     "GET", f"/api/projects/{project_id}/next", auth
                 )
+                if status == 404:  # no task left
+                    tally.ran_out += 1
+                    return
                 if status != 200:
                     tally.errors += 1
-                    if status == 404:  # no task left
-                        return
                     continue
                 task = json.loads(body)["id"]
                 result = [

@@ -279,6 +279,7 @@ class Tally:
     post_ms: list[float] = field(default_factory=list)
     other_ms: list[float] = field(default_factory=list)
     answer_ms: list[float] = field(default_factory=list)  # every request of one answer
+    ran_out: int = 0  # clients whose queue emptied before the row's end
 
 
 async def _post_answer(
@@ -318,6 +319,9 @@ async def _api_annotator(
             started = time.perf_counter()
             status, _, body = await conn.request("GET", f"/api/studies/{study_id}/next/", auth)
             tally.other_ms.append(1000 * (time.perf_counter() - started))
+            if status == 204:  # nothing left to answer
+                tally.ran_out += 1
+                return
             if status != 200:
                 tally.errors += 1
                 continue
@@ -385,6 +389,8 @@ async def _page_annotator(
             state = _page_state(body)
         else:
             tally.errors += 1
+    if "ticket" not in state:
+        tally.ran_out += 1
 
 
 async def _answer_annotator(
@@ -410,6 +416,8 @@ async def _answer_annotator(
             entry = json.loads(body)["next"]
         else:
             tally.errors += 1
+    if entry is None:
+        tally.ran_out += 1
 
 
 async def _run(
@@ -445,6 +453,17 @@ async def _run(
     return tally, elapsed
 
 
+def warn_ran_out(row: dict[str, Any], system: str) -> None:
+    """Say when clients ran out of items before the row's end: its answers/s then covers part
+    of the time at fewer clients, and is no measure of the server."""
+    if row["ran_out"]:
+        print(
+            f"  ! {system} at {row['clients']} clients: {row['ran_out']} ran out of items "
+            "before the end; this row is not comparable: raise --items",
+            flush=True,
+        )
+
+
 def _pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p * (len(ordered) - 1)))] if ordered else 0.0
@@ -455,20 +474,30 @@ def _process_tree(pids: list[int]) -> list[int]:
     found = list(pids)
     for pid in found:
         for task in Path(f"/proc/{pid}/task").glob("*/children"):
-            found += [int(child) for child in task.read_text().split()]
+            try:
+                found += [int(child) for child in task.read_text().split()]
+            except OSError:  # the thread or process ended meanwhile
+                continue
     return found
 
 
-def _cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU seconds the processes have used so far (Linux ``/proc``; else 0)."""
-    total = 0.0
+def _cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User + system CPU seconds each process has used so far (Linux ``/proc``; a process that
+    has exited is left out)."""
+    used = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
-            return 0.0
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+            continue
+        used[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return used
+
+
+def _cpu_since(before: dict[int, float], pids: list[int]) -> float:
+    """CPU seconds the processes used since ``before`` (:func:`_cpu_seconds`): a process that
+    exited meanwhile counts nothing, one that started meanwhile all it used."""
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in _cpu_seconds(pids).items())
 
 
 _BIN = Path(sys.executable).parent
@@ -607,7 +636,6 @@ def main() -> None:
     try:
         for port in ports:
             _wait_for(port, timeout=120)
-        pids = _process_tree([server.pid for server in servers])
         for p, path in enumerate(paths):
             # each path its own annotators: a queue of --items runs out otherwise
             mine = clients[p :: len(paths)]
@@ -624,6 +652,7 @@ def main() -> None:
             )
             acknowledged[path] += tally.acknowledged
             for n in counts:
+                pids = _process_tree([server.pid for server in servers])
                 cpu_server, cpu_client = _cpu_seconds(pids), time.process_time()
                 tally, elapsed = asyncio.run(
                     _run(
@@ -648,7 +677,8 @@ def main() -> None:
                     "answer_ms_p50": _pct(tally.answer_ms, 0.50),
                     "answer_ms_p99": _pct(tally.answer_ms, 0.99),
                     "errors": tally.errors,
-                    "server_cpu_ms_per_answer": per_answer * (_cpu_seconds(pids) - cpu_server),
+                    "ran_out": tally.ran_out,
+                    "server_cpu_ms_per_answer": per_answer * _cpu_since(cpu_server, pids),
                     "client_cpu_ms_per_answer": per_answer * (time.process_time() - cpu_client),
                     "load": os.getloadavg()[0],
                 }
@@ -660,6 +690,7 @@ def main() -> None:
                     f"{row['client_cpu_ms_per_answer']:>6.1f} {row['load']:>5.1f}",
                     flush=True,
                 )
+                warn_ran_out(row, path)
     finally:
         for server in servers:
             server.terminate()
@@ -753,12 +784,14 @@ def _peers_side_by_side(
                         "answer_ms_p50": _pct(tally.answer_ms, 0.50),
                         "answer_ms_p99": _pct(tally.answer_ms, 0.99),
                         "errors": tally.errors,
+                        "ran_out": tally.ran_out,
                         "server_cpu_ms_per_answer": 1000
-                        * (_cpu_seconds(pids) - cpu)
+                        * _cpu_since(cpu, pids)
                         / max(1, tally.acknowledged),
                         "load": os.getloadavg()[0],
                     }
                 )
+                warn_ran_out(rows[-1], name)
             if name == "label-studio":
                 stored = peer.stored()
         finally:
