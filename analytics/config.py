@@ -48,6 +48,7 @@ class QualityConfig:
     interval_seconds: float
     interval_duty: float
     plot_interval: float
+    push_duty: float
     intervals_apart: bool
     min_overlap: int
     min_annotators: int
@@ -80,6 +81,7 @@ def quality_config() -> QualityConfig:
         interval_seconds=float(settings.QUALITY_INTERVAL_SECONDS),
         interval_duty=float(settings.QUALITY_INTERVAL_DUTY),
         plot_interval=float(settings.QUALITY_PLOT_INTERVAL),
+        push_duty=float(settings.QUALITY_PUSH_DUTY),
         intervals_apart=bool(settings.QUALITY_INTERVALS_APART),
         min_overlap=int(settings.QUALITY_MIN_OVERLAP),
         min_annotators=int(settings.QUALITY_MIN_ANNOTATORS),

@@ -5,7 +5,9 @@ managers: on ``dashboard.update`` of its question it re-renders the dashboard's 
 same template the page uses) and sends the HTML of those that changed since its last push
 (:mod:`analytics.live`: cards, and the table's rows one by one), with a summary for the page's
 ``aria-live`` region ("2 new answers; 1 new flag"); htmx's ws extension swaps them by id.
-Bursts coalesce: while a render is in flight further updates only mark the dashboard stale.
+Bursts coalesce: while a render is in flight further updates only mark the dashboard stale,
+and after each render the sender rests until renders have taken at most
+``QUALITY_PUSH_DUTY`` of a core (a render's CPU grows with the annotators shown).
 The plots (heatmap, map, histograms: thousands of SVG elements with many annotators) are
 re-rendered at most every ``QUALITY_PLOT_INTERVAL`` seconds; the table, summary, items and
 trends every time.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -67,6 +70,15 @@ def _render_live(
     context = dashboard_context(study=study, question=question, plots=plots)
     counts = live_counts(question=question) if question else LiveCounts(0, frozenset())
     return live_fragments(context, plots=plots), counts
+
+
+def _render_timed(
+    user: Any, study_id: int, question_id: int | None, *, plots: bool
+) -> tuple[tuple[list[Fragment], LiveCounts] | None, float]:
+    """:func:`_render_live` and the CPU seconds it took on its thread."""
+    started = time.thread_time()
+    live = _render_live(user, study_id, question_id, plots=plots)
+    return live, time.thread_time() - started
 
 
 def _counts_now(study_id: int, question_id: int | None) -> LiveCounts:
@@ -146,9 +158,10 @@ class DashboardConsumer(AsyncWebsocketConsumer):
         loop = asyncio.get_running_loop()
         while self._stale:
             self._stale = False
-            plots = loop.time() - self._plots_at >= quality_config().plot_interval
+            config = quality_config()
+            plots = loop.time() - self._plots_at >= config.plot_interval
             # a read-only render: off the thread that serialises the site's sync views
-            live = await database_sync_to_async(_render_live, thread_sensitive=False)(
+            live, cpu = await database_sync_to_async(_render_timed, thread_sensitive=False)(
                 self.scope["user"], self.study_id, self.question_id, plots=plots
             )
             if plots:
@@ -164,3 +177,8 @@ class DashboardConsumer(AsyncWebsocketConsumer):
             for message in (parts, [*wholes, *([announcement_html(said)] if said else [])]):
                 if message:
                     await self.send(text_data="".join(message))
+            # A render's CPU grows with the annotators shown, and a crowd's updates never stop:
+            # rest so that renders take at most push_duty of a core (updates meanwhile only
+            # mark the dashboard stale; the next render takes them all in).
+            if config.push_duty > 0:
+                await asyncio.sleep(cpu * (1 / config.push_duty - 1))

@@ -474,6 +474,11 @@ QUALITY_MIN_TRACES = int(os.environ.get("QUALITY_MIN_TRACES", "3"))
 QUALITY_MIN_GOLD_ITEMS = int(os.environ.get("QUALITY_MIN_GOLD_ITEMS", "1"))
 # A dashboard redraws its plots at most every N seconds (its table on every update).
 QUALITY_PLOT_INTERVAL = float(os.environ.get("QUALITY_PLOT_INTERVAL", "5"))
+# ... and under a stream of updates renders again no sooner than its last render's CPU time
+# divided by this share (0.5: a render of 100 ms rests 100 ms), so one open dashboard keeps
+# at most half a core of its web process busy however many annotators it shows (0 = no
+# rest). 0.25 halved the CPU again but doubled the push latency at 128 annotators.
+QUALITY_PUSH_DUTY = float(os.environ.get("QUALITY_PUSH_DUTY", "0.5"))
 
 LOGGING = {
     "version": 1,

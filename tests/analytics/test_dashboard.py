@@ -36,6 +36,7 @@ from apps.annotations.models import Annotation, Assignment
 from apps.annotations.services import annotations_submit
 from apps.categorical.indicators import INDICATORS, LabelScale, derive_categorical
 from apps.categorical.quality import quality_process_pending
+from tests.analytics.test_live_push import dashboard_socket
 from tests.factories import SENTIMENT_LABELS, UserFactory, running_study
 
 LABELS = ["negative", "neutral", "positive"]
@@ -280,13 +281,7 @@ def test_manager_receives_the_fragments_after_a_submission():
     assignment = Assignment.objects.filter(annotator=annotators[0]).first()
 
     async def run():
-        communicator = WebsocketCommunicator(
-            URLRouter(websocket_urlpatterns),
-            f"/ws/studies/{study.pk}/quality/?question={question.pk}",
-        )
-        communicator.scope["user"] = study.created_by
-        connected, _ = await communicator.connect()
-        assert connected
+        communicator = await dashboard_socket(study, question)
         # a real commit: on_commit processes inline, publishes and pushes
         await database_sync_to_async(annotations_submit)(
             annotator=annotators[0],
