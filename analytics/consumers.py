@@ -36,6 +36,7 @@ from analytics.events import study_group
 from analytics.live import (
     Fragment,
     LiveCounts,
+    RenderedRows,
     SentFragments,
     announcement,
     announcement_html,
@@ -59,25 +60,31 @@ def _live_question(study: Study, question_id: int | None) -> Question | None:
 
 
 def _render_live(
-    user: Any, study_id: int, question_id: int | None, *, plots: bool
+    user: Any,
+    study_id: int,
+    question_id: int | None,
+    *,
+    plots: bool,
+    rows: RenderedRows | None = None,
 ) -> tuple[list[Fragment], LiveCounts] | None:
-    """The dashboard's fragments for ``user`` (with the plots or only the light ones) and its
-    counts now, or ``None`` if they no longer manage the study."""
+    """The dashboard's fragments for ``user`` (with the plots or only the light ones; the
+    rows whose inputs did not change since ``rows`` taken from there) and its counts now, or
+    ``None`` if they no longer manage the study."""
     if not is_study_manager(user=user, study_id=study_id):
         return None
     study = Study.objects.get(pk=study_id)
     question = _live_question(study, question_id)
     context = dashboard_context(study=study, question=question, plots=plots)
     counts = live_counts(question=question) if question else LiveCounts(0, frozenset())
-    return live_fragments(context, plots=plots), counts
+    return live_fragments(context, plots=plots, rendered_rows=rows), counts
 
 
 def _render_timed(
-    user: Any, study_id: int, question_id: int | None, *, plots: bool
+    user: Any, study_id: int, question_id: int | None, *, plots: bool, rows: RenderedRows
 ) -> tuple[tuple[list[Fragment], LiveCounts] | None, float]:
     """:func:`_render_live` and the CPU seconds it took on its thread."""
     started = time.thread_time()
-    live = _render_live(user, study_id, question_id, plots=plots)
+    live = _render_live(user, study_id, question_id, plots=plots, rows=rows)
     return live, time.thread_time() - started
 
 
@@ -96,6 +103,7 @@ class DashboardConsumer(AsyncWebsocketConsumer):
     _sending: asyncio.Future | None = None
     _plots_at: float = float("-inf")
     _sent: SentFragments
+    _rows: RenderedRows
     _counts: LiveCounts
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -131,6 +139,7 @@ class DashboardConsumer(AsyncWebsocketConsumer):
             await self.close(code=4403)
             return
         self._sent = SentFragments()
+        self._rows = RenderedRows()
         self._counts = await database_sync_to_async(_counts_now)(self.study_id, self.question_id)
         self.group = study_group(self.study_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -162,7 +171,7 @@ class DashboardConsumer(AsyncWebsocketConsumer):
             plots = loop.time() - self._plots_at >= config.plot_interval
             # a read-only render: off the thread that serialises the site's sync views
             live, cpu = await database_sync_to_async(_render_timed, thread_sensitive=False)(
-                self.scope["user"], self.study_id, self.question_id, plots=plots
+                self.scope["user"], self.study_id, self.question_id, plots=plots, rows=self._rows
             )
             if plots:
                 self._plots_at = loop.time()
