@@ -330,6 +330,8 @@ BODY_MAX_BYTES = max(
 ) + int(os.environ.get("BODY_FORM_MARGIN_BYTES", 1024 * 1024))
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
+# Django's database sessions, read with SQL written once (core/sessions.py)
+SESSION_ENGINE = "core.sessions"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the <body hx-headers> attribute instead
 SECURE_CONTENT_TYPE_NOSNIFF = True

@@ -60,8 +60,11 @@ class CompiledQuery(Generic[M]):
 
     def all(self, **ids: int) -> list[M]:
         """The instances, in the queryset's order; none for an id outside a BIGINT."""
-        if any(value not in ID_RANGE for value in ids.values()):
-            return []
+        for name, value in ids.items():
+            if type(value) is not int:  # `in ID_RANGE` would walk the range for a string
+                raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+            if value not in ID_RANGE:
+                return []
         found = self._prepare(tuple(sorted(ids)))
         params = list(found.params)
         for name, place in found.places.items():

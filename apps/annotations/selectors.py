@@ -189,14 +189,17 @@ def queue_answers_shown(
     goes a step further back. ``earlier`` is :func:`answer_shown` of ``shown``, the unfinished
     item on the page: the labels an undo retracted from it (``None`` if never answered).
     """
-    answered = answered_latest_first(annotator=annotator, study=study, questions=questions)
-    latest = answered.values_list("pk", "item_id", "round", "item__external_id").first()
-    of = [Shown(*latest)] if latest else []
+    in_queue = queue_item_filter(study=study, questions=questions)
+    if not in_queue:  # no scope: the query's shape is always the same
+        answered = _LATEST_ANSWERED.first(study=study.pk, annotator=annotator.pk)
+    else:
+        answered = _latest_answered(study.pk, annotator.pk, in_queue).first()
+    of = [Shown.of(answered)] if answered else []
     if shown is not None:
         of.append(Shown.of(shown))
     answers = _answers_shown(annotator_id=annotator.pk, study_id=study.pk, of=of)
     return (
-        answers.get(latest[0]) if latest else None,
+        answers.get(answered.pk) if answered else None,
         answers.get(shown.pk) if shown is not None else None,
     )
 
@@ -275,9 +278,29 @@ def answered_latest_first(
     latest answer first: the order undos take (a clip finished on the trace page is not
     undone from the queue)."""
     in_queue = queue_item_filter(study=study, questions=questions)
+    return _answered_latest_first(study.pk, annotator.pk, in_queue)
+
+
+def _answered_latest_first(study: int, annotator: int, in_queue: Q) -> QuerySet[Assignment]:
     return Assignment.objects.filter(
-        in_queue, study=study, annotator=annotator, completed_at__isnull=False
+        in_queue, study_id=study, annotator_id=annotator, completed_at__isnull=False
     ).order_by("-completed_at", "-id")
+
+
+def _latest_answered(study: int, annotator: int, in_queue: Q) -> QuerySet[Assignment]:
+    """The latest answered assignment first, with what :class:`Shown` reads of it."""
+    return (
+        _answered_latest_first(study, annotator, in_queue)
+        .select_related("item")
+        .only("item_id", "round", "item__external_id")
+    )
+
+
+#: :func:`_latest_answered` of an unscoped queue (the ORM took 0.8 ms of CPU to build this
+#: read on each page answer).
+_LATEST_ANSWERED = CompiledQuery(
+    lambda study, annotator: _latest_answered(study, annotator, Q())[:1]
+)
 
 
 def annotator_progress(

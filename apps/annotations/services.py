@@ -44,6 +44,7 @@ from apps.studies.selectors import (
 )
 from core.limits import time_spent_check
 from core.locking import locked_get_or_create
+from core.row_updates import rows_update
 from core.types import Account
 
 
@@ -348,7 +349,7 @@ def _revision_append(
     )
     annotation.current_revision = revision
     annotation.analysis_pending = True
-    annotation.save(update_fields=["current_revision", "analysis_pending"])
+    rows_update([annotation], ["current_revision", "analysis_pending"])
     quality_schedule(question_id=annotation.question_id)
     return revision, True
 
@@ -385,7 +386,7 @@ def _assignment_refresh_completion(
         done = not covering_questions(unanswered, assignment.item)
     if done != (assignment.completed_at is not None):
         assignment.completed_at = timezone.now() if done else None
-        assignment.save(update_fields=["completed_at"])
+        rows_update([assignment], ["completed_at"])
 
 
 def _every_queue_question(*, assignment: Assignment, answered: Collection[Question]) -> bool:

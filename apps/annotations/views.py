@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.annotations.exporting import (
@@ -111,6 +112,7 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
     asked = [entry.question for entry in form.questions] if assignment else scoped
     context = {
         "study": study,
+        "queue_url": reverse("annotations:queue", args=[study.pk]),
         "instructions": render_markdown(instructions_for(study=study, questions=asked)),
         "item": assignment.item if assignment else None,
         "form": form,

@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest
-from django.shortcuts import get_object_or_404
+from django.http import Http404, HttpRequest
 
 from apps.studies.models import Membership, Study
-from apps.studies.selectors import studies_with_role
+from apps.studies.selectors import study_with_role
 
 MEMBER_ROLES: frozenset[str] = frozenset(Membership.Role.values)
 MANAGER_ROLE: frozenset[str] = frozenset({Membership.Role.MANAGER})
@@ -32,7 +31,7 @@ ADJUDICATORS_ONLY = "Only managers and reviewers of this study may open this pag
 
 def study_for(
     request: HttpRequest,
-    study_id: int,
+    study_id: int | str,
     *,
     roles: Collection[str] = MEMBER_ROLES,
     refusal: str = "Your role in this study does not give access to this page.",
@@ -42,22 +41,24 @@ def study_for(
     Raises ``Http404`` when the user has no role in it (or does not exist) and
     ``PermissionDenied`` (403, with ``refusal``) when their role is not in ``roles``.
     """
-    study: Study = get_object_or_404(studies_with_role(user=request.user), pk=study_id)
+    study = study_with_role(user=request.user, pk=study_id)
+    if study is None:
+        raise Http404("No such study.")
     if study.role not in roles:  # type: ignore[attr-defined]  # annotated by the selector
         raise PermissionDenied(refusal)
     return study
 
 
-def managed_study(request: HttpRequest, study_id: int) -> Study:
+def managed_study(request: HttpRequest, study_id: int | str) -> Study:
     """The study if the user manages it: 404 for outsiders, 403 for its annotators."""
     return study_for(request, study_id, roles=MANAGER_ROLE, refusal=MANAGERS_ONLY)
 
 
-def annotated_study(request: HttpRequest, study_id: int) -> Study:
+def annotated_study(request: HttpRequest, study_id: int | str) -> Study:
     """The study if the user annotates it: 404 for outsiders, 403 for its managers."""
     return study_for(request, study_id, roles=ANNOTATOR_ROLE, refusal=ANNOTATORS_ONLY)
 
 
-def adjudicated_study(request: HttpRequest, study_id: int) -> Study:
+def adjudicated_study(request: HttpRequest, study_id: int | str) -> Study:
     """The study if the user manages or reviews it: 404 for outsiders, 403 for annotators."""
     return study_for(request, study_id, roles=ADJUDICATOR_ROLES, refusal=ADJUDICATORS_ONLY)

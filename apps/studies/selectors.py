@@ -17,6 +17,7 @@ from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q, Query
 from apps.studies.kinds import question_kind, queue_kinds
 from apps.studies.models import Membership, Question, Study
 from apps.studies.scope import ITEM_KINDS, scope_filter, scope_matches
+from core.compiled_queries import CompiledQuery
 from core.types import Account, Visitor
 
 if TYPE_CHECKING:
@@ -39,6 +40,30 @@ def studies_with_role(*, user: Visitor) -> QuerySet[Study]:
     if not user.is_authenticated:
         return Study.objects.none()
     return Study.objects.filter(memberships__user=user).annotate(role=F("memberships__role"))
+
+
+def study_with_role(*, user: Visitor, pk: int | str) -> Study | None:
+    """The study ``pk`` as :func:`studies_with_role` reads it (``None``: no role in it, or no
+    such study), from SQL built once (:mod:`core.compiled_queries`): every page of a study
+    reads it, and the ORM took 0.5 ms of CPU to build the query each time.
+
+    ``pk`` may be the URL's string (a regular-expression route, the API's router): anything
+    but ASCII digits names no study.
+    """
+    if isinstance(pk, str):
+        if not (pk.isascii() and pk.isdigit()):
+            return None
+        pk = int(pk)
+    if not user.is_authenticated:
+        return None
+    return _STUDY_WITH_ROLE.first(pk=pk, user=user.pk)
+
+
+_STUDY_WITH_ROLE = CompiledQuery(
+    lambda pk, user: Study.objects.filter(pk=pk, memberships__user_id=user).annotate(
+        role=F("memberships__role")
+    )[:1]
+)
 
 
 def studies_with_my_role(*, user: Visitor) -> QuerySet[Study]:

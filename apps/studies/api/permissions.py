@@ -18,15 +18,15 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
-from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 
 from apps.studies.access import ANNOTATOR_ROLE, MANAGER_ROLE, MEMBER_ROLES
 from apps.studies.models import Study
-from apps.studies.selectors import can_create_studies, studies_with_role
+from apps.studies.selectors import can_create_studies, study_with_role
 
 # For the schema of nested views without a model queryset to derive the parameter's type from.
 STUDY_PK = OpenApiParameter(
@@ -43,9 +43,10 @@ class InStudyMixin:
     @cached_property
     def study(self) -> Study:
         """The study of the URL, annotated with the user's ``role``; 404 for anyone else's."""
-        return get_object_or_404(
-            studies_with_role(user=self.request.user), pk=self.kwargs["study_pk"]
-        )
+        study = study_with_role(user=self.request.user, pk=self.kwargs["study_pk"])
+        if study is None:
+            raise Http404("No such study.")
+        return study
 
 
 class _StudyRolePermission(BasePermission):

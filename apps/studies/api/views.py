@@ -26,7 +26,6 @@ from apps.studies.api.permissions import (
     InStudyMixin,
     IsStudyManager,
     IsStudyManagerOrReadOnly,
-    studies_with_role,
 )
 from apps.studies.api.serializers import (
     AnnotatorCreateSerializer,
@@ -41,7 +40,7 @@ from apps.studies.api.serializers import (
 )
 from apps.studies.kinds import question_kind
 from apps.studies.models import Membership, Question, Study
-from apps.studies.selectors import can_create_studies
+from apps.studies.selectors import can_create_studies, studies_with_role
 from apps.studies.services import (
     question_create,
     question_update,

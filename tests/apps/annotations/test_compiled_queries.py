@@ -110,3 +110,14 @@ def test_the_api_refuses_a_wrong_type_and_an_unknown_id_as_before(client):
         )
         assert response.status_code == 400, value
         assert message in str(response.json()["assignment"]), response.json()
+
+
+@pytest.mark.parametrize("value", ["5", 5.0, True])
+def test_an_id_that_is_not_an_int_is_a_type_error(value):
+    """``"5" in range(1, 2**63)`` walks the range (a string is never equal to an int): a URL's
+    string once made a study's export page loop for minutes. Callers convert first."""
+    query = CompiledQuery(
+        lambda pk, annotator: Assignment.objects.filter(pk=pk, annotator=annotator)
+    )
+    with pytest.raises(TypeError, match="pk must be an int"):
+        query.all(pk=value, annotator=1)

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 from django.core import signing
+from django.template.loader import render_to_string
 from django.urls import reverse
 
 from apps.annotations.forms import TICKET_SALT
@@ -420,3 +421,49 @@ def test_a_stale_undo_with_a_new_key_undoes_nothing_else(annotator_client):
     assert response.status_code == 422
     assert "already undone" in response.content.decode()
     assert Revision.objects.count() == before
+
+
+# ---------- Label controls rendered once per content ----------
+
+
+@pytest.mark.parametrize("questions", [1, 2])
+def test_the_cached_label_controls_are_what_the_template_renders(client, questions):
+    """The queue's controls come from a per-process cache of rendered HTML
+    (apps/annotations/templatetags/question_controls.py), keyed on what the template reads of
+    each label: they equal the template's own rendering of the label objects, for buttons (one
+    question) and radios (several)."""
+    study, (annotator,) = running_study(n_items=2, n_annotators=1)
+    if questions == 2:
+        question_create(
+            study=study,
+            key="intensity",
+            prompt="How intense?",
+            labels=[{"key": "lo"}, {"key": "hi"}],
+        )
+    client.force_login(annotator)
+    html = client.get(queue_url(study)).content.decode()
+    for question in study.questions.all():
+        own = render_to_string(
+            "annotations/_question.html",
+            {
+                "prompt": question.prompt,
+                "ordered": question.ordered,
+                "labels": list(question.labels.all()),
+                "field_name": f"q{question.pk}",
+                "single_question": questions == 1,
+            },
+        )
+        assert own in html
+
+
+def test_an_edited_label_shows_on_the_next_item(annotator_client):
+    client, study, _ = annotator_client
+    before = client.post(queue_url(study), answer(client, study, "negative"), **HTMX)
+    assert "<span>Positive</span>" in before.content.decode()
+    label = study.questions.get().labels.get(key="positive")
+    label.name, label.shortcut = "Upbeat", "9"
+    label.save()
+    html = client.post(queue_url(study), answer(client, study, "negative"), **HTMX).content
+    assert "<span>Upbeat</span>" in html.decode()
+    assert 'data-shortcut="9"' in html.decode()
+    assert "<span>Positive</span>" not in html.decode()

@@ -31,7 +31,7 @@ from tests.apps.models_registry.simulation import (
     register_and_evaluate,
     simulated_study,
 )
-from tests.factories import UserFactory
+from tests.factories import UserFactory, running_study
 
 pytestmark = pytest.mark.django_db
 
@@ -279,3 +279,22 @@ def test_page_answers_each_visitor_by_the_policy(client: Client, site: Site, nam
     assert response.status_code == expected_status(page, visitor), url
     if response.status_code == 302 and visitor == "anonymous":
         assert response["Location"].startswith(reverse("login"))
+
+
+@pytest.mark.parametrize("study_id", ["%C2%B2", "0", str(2**63), "007x"])
+def test_a_study_id_that_names_no_study_answers_404_on_the_api(study_id):
+    """The API's router passes the URL's segment as a string; a superscript digit or a number
+    beyond a BIGINT names no study (the study is read with SQL built once for int ids)."""
+    study, (annotator, *_) = running_study(n_items=1, n_annotators=1)
+    client = Client()
+    client.force_login(annotator)
+    assert client.get(f"/api/studies/{study_id}/next/").status_code == 404
+    assert client.get(f"/api/studies/{study.pk}/next/").status_code == 200
+
+
+def test_a_study_id_beyond_a_bigint_answers_404_on_pages(db):
+    manager = UserFactory(manager=True)
+    client = Client()
+    client.force_login(manager)
+    for url in (f"/studies/{2**64}/", f"/studies/{2**64}/export/annotations.csv"):
+        assert client.get(url).status_code == 404
