@@ -255,7 +255,8 @@ AUTH_PASSWORD_VALIDATORS = [
 # IP address or account before the password is even checked.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's ModelBackend reading signed-in users with SQL built once (core/auth.py)
+    "core.auth.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "studies:home"

@@ -22,9 +22,10 @@ from django.db.models.sql.compiler import SQLCompiler
 
 M = TypeVar("M", bound=models.Model)
 
-#: Stand-in values, one per keyword: integers no id of this studio reaches (a BIGINT holds
-#: up to 2**63 - 1), so each is found once among the parameters.
-STAND_IN = 2**62
+#: Stand-in values, one per keyword: integers no constant of a query holds, so each is found
+#: once among the parameters, and that fit a 32-bit id (``auth_user.id`` is an ``integer`` on
+#: PostgreSQL, where Django refuses to build a lookup of a value beyond its range).
+STAND_IN = 2**31 - 2**10
 #: The ids a query may be called with: a value outside a BIGINT would reach the database.
 ID_RANGE = range(1, 2**63)
 

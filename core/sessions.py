@@ -13,10 +13,13 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, cast
 
+from django.contrib.auth import BACKEND_SESSION_KEY
 from django.contrib.sessions.backends import db
 from django.contrib.sessions.models import Session
 from django.db import connections, router
 from django.utils import timezone
+
+from core.auth import BACKEND, DJANGO_BACKEND
 
 
 class SessionStore(db.SessionStore):
@@ -34,7 +37,10 @@ class SessionStore(db.SessionStore):
         if row is None:
             self._session_key = None
             return {}
-        return cast("dict[str, Any]", self.decode(row[0]))
+        data = cast("dict[str, Any]", self.decode(row[0]))
+        if data.get(BACKEND_SESSION_KEY) == DJANGO_BACKEND:  # signed in before core.auth
+            data[BACKEND_SESSION_KEY] = BACKEND
+        return data
 
 
 @cache

@@ -40,6 +40,7 @@ from apps.studies.access import managed_study
 from apps.studies.models import Membership, Study
 from apps.studies.selectors import study_role
 from apps.studies.services import membership_remove
+from core.auth import BACKEND
 from core.forms import ServiceFormMixin, posted
 
 ANNOTATOR_FORMS: dict[str, type[ServiceFormMixin]] = {
@@ -226,7 +227,7 @@ def invitation_accept_page(request: HttpRequest) -> HttpResponse:
         if user is not None:
             request.session.pop(INVITATION_SESSION_KEY, None)
             if not signed_in:
-                login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+                login(request, user, backend=BACKEND)
             messages.success(request, f"Welcome to {invite.study.name}!")
             return _study_start(invite)
     context = {"invitation": invite, "form": form, "role": role}

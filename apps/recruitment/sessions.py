@@ -14,6 +14,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from apps.recruitment.models import Participant
 from apps.recruitment.selectors import participant_redirect
 from apps.studies.models import Study
+from core.auth import BACKEND
 
 SESSION_KEY = "recruitment_participant"
 RESUME_KEY = "recruitment_resume_code"  # shown on the participant's pages (the row keeps a hash)
@@ -22,7 +23,7 @@ RESUME_KEY = "recruitment_resume_code"  # shown on the participant's pages (the 
 def participant_session_start(request: HttpRequest, participant: Participant) -> None:
     """Sign the participant's account in (no password: the platform id is the key)."""
     if request.user != participant.user:
-        login(request, participant.user, backend="django.contrib.auth.backends.ModelBackend")
+        login(request, participant.user, backend=BACKEND)
     request.session[SESSION_KEY] = participant.pk
 
 

@@ -53,7 +53,7 @@ def test_other_errors_stay_500(manager, monkeypatch, client):
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("django.contrib.sessions.backends.db.SessionStore.load", broken)
+    monkeypatch.setattr("core.sessions.SessionStore.load", broken)
     response = client.get("/")
     assert response.status_code == 500
     assert "Something went wrong" in response.content.decode()

@@ -32,6 +32,7 @@ from apps.annotations.importing import (  # noqa: E402
 from apps.annotations.models import Annotation, Assignment, Revision  # noqa: E402
 from apps.categorical.quality import quality_stats  # noqa: E402
 from apps.studies.models import Question  # noqa: E402
+from core.auth import BACKEND  # noqa: E402
 from tests.factories import running_study  # noqa: E402
 
 LABELS = ("negative", "neutral", "positive")
@@ -50,7 +51,7 @@ def _token(user: Any) -> str:
 
 def _session(user: Any) -> str:
     client = Client()
-    client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
+    client.force_login(user, backend=BACKEND)
     return client.cookies[settings.SESSION_COOKIE_NAME].value
 
 
