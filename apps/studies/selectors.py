@@ -39,7 +39,11 @@ def studies_with_role(*, user: Visitor) -> QuerySet[Study]:
     """
     if not user.is_authenticated:
         return Study.objects.none()
-    return Study.objects.filter(memberships__user=user).annotate(role=F("memberships__role"))
+    return _with_role(user.pk)
+
+
+def _with_role(user: int) -> QuerySet[Study]:
+    return Study.objects.filter(memberships__user_id=user).annotate(role=F("memberships__role"))
 
 
 def study_with_role(*, user: Visitor, pk: int | str) -> Study | None:
@@ -59,11 +63,7 @@ def study_with_role(*, user: Visitor, pk: int | str) -> Study | None:
     return _STUDY_WITH_ROLE.first(pk=pk, user=user.pk)
 
 
-_STUDY_WITH_ROLE = CompiledQuery(
-    lambda pk, user: Study.objects.filter(pk=pk, memberships__user_id=user).annotate(
-        role=F("memberships__role")
-    )[:1]
-)
+_STUDY_WITH_ROLE = CompiledQuery(lambda pk, user: _with_role(user).filter(pk=pk)[:1])
 
 
 def studies_with_my_role(*, user: Visitor) -> QuerySet[Study]:
