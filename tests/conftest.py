@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.db import connection, transaction
@@ -39,17 +40,32 @@ def pytest_configure(config: pytest.Config) -> None:
         layer["CONFIG"]["prefix"] = f"asgi-{worker}"
 
 
+METRICS = Path(__file__).parent / "analytics" / "metrics"
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects: it reads the ``pure_numpy`` mark
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skips what needs PostgreSQL on SQLite; marks the metrics library's tests ``pure_numpy``;
+    and, when no ``-m`` is given on SQLite (``./studio test``), leaves out the ``slow`` tests,
+    which CI runs in its PostgreSQL pass (``./studio test -m slow`` runs them here)."""
     from django.conf import settings
 
     on_postgres = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
     skip = pytest.mark.skip(reason="needs PostgreSQL (DATABASE_URL); SQLite serialises writes")
     fuzz = pytest.mark.skip(reason="a fuzz run: the PostgreSQL + Redis pass (DATABASE_URL)")
+    kept, slow = [], []
     for item in items:
+        if METRICS in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.pure_numpy)
         if "postgres" in item.keywords and not on_postgres:
             item.add_marker(skip)
         if "fuzz" in item.keywords and not on_postgres:
             item.add_marker(fuzz)
+        quick_pass = not on_postgres and not config.option.markexpr
+        (slow if quick_pass and "slow" in item.keywords else kept).append(item)
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = kept
 
 
 @pytest.fixture
@@ -106,16 +122,21 @@ QUALITY_IN_TESTS = {
     "QUALITY_SWEEP_INTERVAL": 0,
     "QUALITY_INTERVAL_SECONDS": 0,
     "QUALITY_INTERVAL_DUTY": 0,  # no rest after a computation (tests/analytics/test_intervals)
-    "QUALITY_FORECAST_INTERVAL": 0,  # the forecast retrained after every update
+    # as in production: a forecast fit after each answer took 18 of the 30 s of a test that
+    # seeds 179 live answers; tests/apps/adjudication/test_forecast.py sets 0
+    "QUALITY_FORECAST_INTERVAL": 30,
     "ARENA_POOL_SECONDS": 0,  # the arena's next pair from every vote so far
 }
 
 
 @pytest.fixture(autouse=True)
-def _quality_updates_inline(settings):
-    """:data:`QUALITY_IN_TESTS` for every test."""
+def _quality_updates_inline(settings, monkeypatch):
+    """:data:`QUALITY_IN_TESTS` for every test, and the forecast throttle's memory of the
+    questions this process tried starts empty (a question of an earlier test with the same
+    primary key would otherwise wait out its interval)."""
     for name, value in QUALITY_IN_TESTS.items():
         setattr(settings, name, value)
+    monkeypatch.setattr("apps.adjudication.services._FORECAST_TRIED", {})
 
 
 @pytest.fixture

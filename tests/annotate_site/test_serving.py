@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import selectors
 import shutil
 import signal
 import socket
@@ -241,35 +242,47 @@ def _sockets(pid: int) -> set[str]:
     return found
 
 
-def _tcp(port: int, state: str) -> set[str]:
-    """The inodes of the TCP sockets on 127.0.0.1:``port`` in ``state`` (01 established, 0A
-    listening), from /proc/net/tcp."""
-    found = set()
+def _server_side(port: int, client_port: int) -> str | None:
+    """The inode of the established server-side socket on 127.0.0.1:``port`` whose peer is the
+    client's ``client_port``, from /proc/net/tcp (None once the server has closed it)."""
     for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
         fields = line.split()
-        if fields[3] == state and int(fields[1].split(":")[1], 16) == port:
-            found.add(fields[9])
-    return found
+        local, remote = (int(address.split(":")[1], 16) for address in fields[1:3])
+        if fields[3] == "01" and local == port and remote == client_port:
+            return fields[9]
+    return None
 
 
 def _connections_by_process(served: Served, count: int) -> list[int]:
     """Open ``count`` keep-alive connections at once (a crowd's burst), make a request on each
-    and return how many each web process holds."""
-    connections = [http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)]
-    connections += [
-        http.client.HTTPConnection("127.0.0.1", served.port, timeout=30) for _ in range(count - 1)
+    and return how many each web process served. Each connection is attributed as soon as its
+    response arrives: a connection read later could have been idle past the server's keep-alive
+    time (5 s) on a loaded machine, and closed."""
+    connections = [
+        http.client.HTTPConnection("127.0.0.1", served.port, timeout=30) for _ in range(count)
     ]
+    webs = served.web_pids()
+    held = [0] * len(webs)
     try:
         for connection in connections:
             connection.connect()  # every connection waits in the queue before one is served
         for connection in connections:
             connection.request("GET", LOGIN)
-        for connection in connections:
-            response = connection.getresponse()
-            response.read()
-            assert response.status == 200
-        established = _tcp(served.port, "01")
-        return [len(_sockets(pid) & established) for pid in served.web_pids()]
+        with selectors.DefaultSelector() as waiting:
+            for connection in connections:
+                waiting.register(connection.sock, selectors.EVENT_READ, connection)
+            for _ in range(count):
+                (key, _events), *_ = waiting.select(timeout=30)
+                waiting.unregister(key.fileobj)
+                connection = key.data
+                inode = _server_side(served.port, connection.sock.getsockname()[1])
+                response = connection.getresponse()
+                response.read()
+                assert response.status == 200
+                holders = [n for n, pid in enumerate(webs) if inode in _sockets(pid)]
+                assert len(holders) == 1, (inode, holders)
+                held[holders[0]] += 1
+        return held
     finally:
         for connection in connections:
             connection.close()
@@ -287,10 +300,15 @@ def test_a_killed_process_is_restarted_alone_and_sigterm_stops_everything(
     assert sum(held) == 32, held
     assert min(held) >= 6, held
     os.kill(webs[0], signal.SIGKILL)
+    # The port keeps serving: a connection the kernel gives the other process's socket is
+    # answered at once, one given the killed process's socket waits in its queue (the
+    # supervisor holds it) for the restart. That restart is timed in benchmarks on an idle
+    # machine (within 5 s); here, beside a second test worker and a browser, it took longer,
+    # so each request may wait for it: what must hold is that none is refused or reset.
     deadline = time.monotonic() + 5
     statuses = []
-    while time.monotonic() < deadline:  # the port keeps serving: the other process answers
-        statuses.append(_get(two_webs.port, timeout=5)[0])
+    while time.monotonic() < deadline:
+        statuses.append(_get(two_webs.port, timeout=60)[0])
         restarted = set(two_webs.web_pids()) - {webs[1]}
         if restarted - {webs[0]}:
             break

@@ -134,6 +134,7 @@ def clustered_study(rng: np.random.Generator, *, copies: int) -> dict[str, np.nd
     }
 
 
+@pytest.mark.slow  # seconds of simulated studies (CI: the PostgreSQL pass)
 def test_the_prompt_bootstrap_covers_the_true_difference_about_95_percent() -> None:
     """200 seeded studies with 4 identical votes per prompt: the interval of theta_0 - theta_1
     (true 0.3) from the prompt bootstrap covers it in about 95 % of them; the same votes each

@@ -38,6 +38,7 @@ def _first_seen_codes(ratings: np.ndarray) -> tuple[np.ndarray, pd.DataFrame]:
     return out, pd.DataFrame({"worker": k, "task": i, "label": recode[labels]})
 
 
+@pytest.mark.slow  # seconds of simulated studies (CI: the PostgreSQL pass)
 def test_mace_matches_crowd_kit_em():
     crowdkit = pytest.importorskip("crowdkit.aggregation")
     ratings, _ = crowd_study(np.random.default_rng(3), annotators=12, items_each=(40, 60))
@@ -87,6 +88,7 @@ def test_random_annotator_in_sparse_crowds_fails_the_trust_test_and_good_ones_pa
     assert good_hits / good <= 0.02
 
 
+@pytest.mark.slow  # seconds of simulated studies (CI: the PostgreSQL pass)
 def test_spammer_bayes_factor_flags_fewer_good_annotators_than_the_interval_rule():
     """Issue 23, harder crowd (accuracy 0.6-0.9): "the trust interval reaches 0" flagged
     about 5 % of the good annotators (20 answers of a 60 %-accurate annotator often cannot

@@ -120,6 +120,7 @@ def test_relabelling_permutes_the_fit(seed, permutation):
     np.testing.assert_allclose(refit.competence, fit.competence, atol=1e-9)
 
 
+@pytest.mark.slow  # seconds of simulated studies (CI: the PostgreSQL pass)
 @pytest.mark.parametrize("seed", range(3))
 def test_default_fit_is_the_converged_fit(seed):
     # a run to exhaustion (no tolerance) is the reference: the default stopping rule must land

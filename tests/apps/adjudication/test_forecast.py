@@ -60,6 +60,13 @@ def _text_study(n_annotators: int = 3):
     return study, annotators, items, sim, records
 
 
+@pytest.fixture(autouse=True)
+def _forecast_after_every_update(settings):
+    """The forecast retrained after every quality update (the suite keeps production's
+    ``QUALITY_FORECAST_INTERVAL``: a fit after each of a test's answers cost seconds)."""
+    settings.QUALITY_FORECAST_INTERVAL = 0
+
+
 @pytest.fixture
 def text_study(db, django_capture_on_commit_callbacks):
     study, _, items, sim, records = _text_study()
