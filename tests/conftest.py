@@ -34,10 +34,36 @@ def pytest_configure(config: pytest.Config) -> None:
         # transactional tests (browser, live servers) commit often and empty every table
         # after each test; their flushes took several seconds each on a busy machine.
         database.setdefault("OPTIONS", {})["options"] = "-c synchronous_commit=off"
+        _flush_by_delete()
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     layer = settings.CHANNEL_LAYERS["default"]
     if worker and layer["BACKEND"].endswith("RedisChannelLayer"):  # the peer layer is per process
         layer["CONFIG"]["prefix"] = f"asgi-{worker}"
+
+
+def _flush_by_delete() -> None:
+    """Empty the tables after a transactional test with ``DELETE`` instead of ``TRUNCATE``.
+
+    Django flushes PostgreSQL with one ``TRUNCATE`` of every table: a new file for each table
+    and index, 380 ms for the studio's 55 nearly empty tables on the 2026-11-29 machine,
+    against 8-26 ms for a ``DELETE`` of each (the tests' tables hold a few hundred rows). The
+    foreign keys Django creates are ``DEFERRABLE INITIALLY DEFERRED``, so with the constraints
+    deferred the order does not matter; the flush runs in one transaction (Django's
+    ``execute_sql_flush``). A flush that resets sequences or cascades keeps ``TRUNCATE``.
+    """
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    truncate = DatabaseOperations.sql_flush
+
+    def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        if reset_sequences or allow_cascade or not tables:
+            return truncate(
+                self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade
+            )
+        deletes = [f"{style.SQL_KEYWORD('DELETE FROM')} {self.quote_name(t)};" for t in tables]
+        return ["SET CONSTRAINTS ALL DEFERRED;", *deletes]
+
+    DatabaseOperations.sql_flush = sql_flush
 
 
 METRICS = Path(__file__).parent / "analytics" / "metrics"
