@@ -28,6 +28,10 @@ def pytest_configure(config: pytest.Config) -> None:
     same primary key, and a worker's ``quality-updates`` consumer would take another's jobs."""
     from django.conf import settings
 
+    # PBKDF2 costs 0.3-0.5 s a user: the tests use a fast hasher (production keeps Django's
+    # default), set for the session so that module-scoped data (``module_db``) has it too
+    # (a function-scoped fixture left the permission matrix's 15 users to PBKDF2: 8-10 s).
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     database = settings.DATABASES["default"]
     if database["ENGINE"].endswith("postgresql"):
         # A test database needs no durability: commits do not wait for the WAL on disk. The
@@ -119,12 +123,6 @@ def api_client():
 @pytest.fixture
 def is_postgres() -> bool:
     return connection.vendor == "postgresql"
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    """PBKDF2 costs ~0.3 s a user; tests use a fast hasher (production keeps Django's default)."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(autouse=True)
