@@ -500,6 +500,20 @@ def _cpu_since(before: dict[int, float], pids: list[int]) -> float:
     return sum(seconds - before.get(pid, 0.0) for pid, seconds in _cpu_seconds(pids).items())
 
 
+def _quality_workers(pids: list[int]) -> list[int]:
+    """The quality worker processes among ``pids`` (their command line names
+    ``quality_worker``): the web processes' CPU is the server's without theirs."""
+    found = []
+    for pid in pids:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"quality_worker" in command:
+            found.append(pid)
+    return found
+
+
 _BIN = Path(sys.executable).parent
 ASGI = "annotate_site.asgi:application"
 # One process each on its own port (``--web`` of them); the servers compared for issue 22.
@@ -628,7 +642,7 @@ def main() -> None:
     )
     header = (
         f"{'path':<5} {'clients':>7} {'answers/s':>9} {'POST p50/p95/p99 ms':>22} {'errors':>6}"
-        f" {'server CPU ms/answer':>20} {'client':>6} {'load':>5}"
+        f" {'server CPU ms/answer':>20} {'web':>5} {'client':>6} {'load':>5}"
     )
     print(header)
     rows = []
@@ -653,6 +667,7 @@ def main() -> None:
             acknowledged[path] += tally.acknowledged
             for n in counts:
                 pids = _process_tree([server.pid for server in servers])
+                workers = _quality_workers(pids)
                 cpu_server, cpu_client = _cpu_seconds(pids), time.process_time()
                 tally, elapsed = asyncio.run(
                     _run(
@@ -666,6 +681,7 @@ def main() -> None:
                 )
                 acknowledged[path] += tally.acknowledged
                 per_answer = 1000 / max(1, tally.acknowledged)
+                server_cpu = _cpu_since(cpu_server, pids)
                 row = {
                     "path": path,
                     "clients": n,
@@ -678,7 +694,9 @@ def main() -> None:
                     "answer_ms_p99": _pct(tally.answer_ms, 0.99),
                     "errors": tally.errors,
                     "ran_out": tally.ran_out,
-                    "server_cpu_ms_per_answer": per_answer * _cpu_since(cpu_server, pids),
+                    "server_cpu_ms_per_answer": per_answer * server_cpu,
+                    "web_cpu_ms_per_answer": per_answer
+                    * (server_cpu - _cpu_since(cpu_server, workers)),
                     "client_cpu_ms_per_answer": per_answer * (time.process_time() - cpu_client),
                     "load": os.getloadavg()[0],
                 }
@@ -687,6 +705,7 @@ def main() -> None:
                 print(
                     f"{path:<5} {n:>7} {row['answers_per_s']:>9.1f} {latency:>22} "
                     f"{row['errors']:>6} {row['server_cpu_ms_per_answer']:>20.1f} "
+                    f"{row['web_cpu_ms_per_answer']:>5.1f} "
                     f"{row['client_cpu_ms_per_answer']:>6.1f} {row['load']:>5.1f}",
                     flush=True,
                 )

@@ -7,14 +7,16 @@ Django's ASGIHandler ran each synchronous middleware's request and response halv
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from asgiref import sync
 from asgiref.sync import async_to_sync
 from channels.testing import HttpCommunicator
 from django.core.handlers.asgi import ASGIHandler
+from django.core.signals import request_finished, request_started
 
-from annotate_site.http_handler import SyncMiddlewareASGIHandler
+from annotate_site.http_handler import RequestThreads, SyncMiddlewareASGIHandler
 from tests.factories import running_study
 
 
@@ -74,3 +76,62 @@ def test_the_middleware_still_does_its_work() -> None:
     assert "csrftoken=" in headers.get("set-cookie", "")
     assert headers["x-frame-options"] == "DENY"
     assert "content-security-policy" in headers
+
+
+@pytest.fixture
+def request_threads():
+    """The thread of every ``request_started`` and ``request_finished``, in order."""
+    seen: list[tuple[str, threading.Thread]] = []
+
+    def started(**kwargs) -> None:
+        seen.append(("started", threading.current_thread()))
+
+    def finished(**kwargs) -> None:
+        seen.append(("finished", threading.current_thread()))
+
+    request_started.connect(started, weak=False)
+    request_finished.connect(finished, weak=False)
+    yield seen
+    request_started.disconnect(started)
+    request_finished.disconnect(finished)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_requests_reuse_one_thread_instead_of_starting_one_each(request_threads) -> None:
+    """Django's handler starts a thread for each request (and another to join it); ours lends
+    a kept one. A request still begins and ends on its own thread (its connection closes
+    there)."""
+    from knox.models import AuthToken
+
+    study, (annotator, *_) = running_study(n_items=2, n_annotators=1)
+    token = AuthToken.objects.create(user=annotator)[1]
+    ours = SyncMiddlewareASGIHandler()
+    for _ in range(4):
+        assert next_item(ours, study, token)[0] == 200
+    assert [event for event, _ in request_threads] == ["started", "finished"] * 4
+    threads = {id(thread) for _, thread in request_threads}
+    assert len(threads) == 1
+    assert request_threads[0][1] is not threading.main_thread()
+    assert request_threads[0][1].is_alive()  # kept for the next request
+
+    request_threads.clear()
+    django_s = ASGIHandler()
+    for _ in range(4):
+        assert next_item(django_s, study, token)[0] == 200
+    pairs = [request_threads[i : i + 2] for i in range(0, 8, 2)]
+    assert all(start[1] is end[1] for start, end in pairs)
+    assert len({id(start[1]) for start, _ in pairs}) == 4  # a new thread per request
+
+
+def test_request_threads_keep_at_most_their_number_idle() -> None:
+    threads = RequestThreads(keep=2)
+    lent = [threads.lend() for _ in range(3)]
+    assert len({id(executor) for executor in lent}) == 3  # none waits for another
+    names = [executor.submit(lambda: threading.current_thread().name).result() for executor in lent]
+    for executor in lent:
+        threads.give_back(executor)
+    again = [threads.lend() for _ in range(3)]
+    assert sum(any(e is old for old in lent) for e in again) == 2  # two kept, one new
+    assert not any(executor._shutdown for executor in again)
+    assert lent[2]._shutdown is True  # the third given back was shut down
+    assert all(name.startswith("request") for name in names)
