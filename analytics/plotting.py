@@ -1,4 +1,4 @@
-"""Shared plot geometry and palettes of the studio's SVG plots (a module of numbers only).
+"""Shared plot geometry and palettes of the studio's SVG plots (numbers and markup, no Django).
 
 The quality dashboard, the model registry and the trace overlays compute their plots here
 and draw them with the templates (``analytics/_heatmap.html`` is the one heatmap include).
@@ -7,6 +7,7 @@ Nothing here reads the database, so any app may import it.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from typing import Any
 
@@ -108,7 +109,8 @@ def heatmap_layout(
     overlap: list[list[int]] | None = None,
     unit: str = "items",
 ) -> dict[str, Any]:
-    """Cells, row labels and legend of an annotator x annotator heatmap in ``order``.
+    """The cells (as SVG), row labels and legend of an annotator x annotator heatmap in
+    ``order``.
 
     Values print inside the cells when a cell is at least :data:`CELL_TEXT_MIN` wide (the
     text stays >= 11 px on screen, ``plots.css``); every cell has a tooltip naming the pair and
@@ -116,38 +118,48 @@ def heatmap_layout(
     in common, counted in ``unit``) the evidence the value rests on: "a × b: kappa 0.40;
     12 shared items" (the diagonal: the annotator's own count). The legend spans 0 to 1
     (cividis).
+
+    ``cells`` is the cells' markup, every text in it escaped here, which
+    ``analytics/_heatmap.html`` inserts as it is (``|safe``): n annotators make n² cells,
+    and the template language drew 128 annotators' 16,384 cells in 350 ms of CPU against
+    8-44 ms here (the dashboard draws them on a live push).
     """
-    cell = size / max(len(order), 1)
-    pairs = [(i, a, j, b) for i, a in enumerate(order) for j, b in enumerate(order)]
-    values = [matrix[a][b] for _, a, _, b in pairs]
-
-    def evidence(a: int, b: int) -> str:
-        if overlap is None:
-            return ""
-        return f"; {overlap[a][b]:,} {unit}" if a == b else f"; {overlap[a][b]:,} shared {unit}"
-
-    cells = [
-        {
-            "x": px(j * cell),
-            "y": px(i * cell),
-            "size": px(cell),
-            "tx": px((j + 0.5) * cell),
-            "ty": px((i + 0.5) * cell),
-            "fill": fill,
-            "ink": _ink(value),
-            "text": fmt(value, "{:.2f}") if cell >= CELL_TEXT_MIN else "",
-            "title": f"{names[a]} × {names[b]}: {what} {fmt(value, '{:.2f}')}{evidence(a, b)}",
-        }
-        for (i, a, j, b), value, fill in zip(pairs, values, colours(values), strict=True)
-    ]
-    labels = [{"pos": px((i + 0.5) * cell), "name": names[a]} for i, a in enumerate(order)]
+    n = len(order)
+    cell = size / max(n, 1)
+    values = [matrix[a][b] for a in order for b in order]
+    side = px(cell)
+    at = [px(k * cell) for k in range(n)]
+    centre = [px((k + 0.5) * cell) for k in range(n)]
+    named = [html.escape(names[a]) for a in order]
+    measure = html.escape(what)
+    texts = cell >= CELL_TEXT_MIN
+    markup = []
+    for k, (value, fill) in enumerate(zip(values, colours(values), strict=True)):
+        i, j = divmod(k, n)
+        shown = fmt(value, "{:.2f}")
+        evidence = ""
+        if overlap is not None:
+            shared = overlap[order[i]][order[j]]
+            evidence = f"; {shared:,} {unit}" if i == j else f"; {shared:,} shared {unit}"
+        markup.append(
+            f'<rect x="{at[j]}" y="{at[i]}" width="{side}" height="{side}" fill="{fill}">'
+            f"<title>{named[i]} × {named[j]}: {measure} {shown}{html.escape(evidence)}</title>"
+            "</rect>"
+        )
+        if texts:
+            markup.append(
+                f'<text x="{centre[j]}" y="{centre[i]}" text-anchor="middle" '
+                f'dominant-baseline="middle" class="heatmap-cell" fill="{_ink(value)}">'
+                f"{shown}</text>"
+            )
+    labels = [{"pos": centre[i], "name": names[a]} for i, a in enumerate(order)]
     ticks = np.linspace(0, 1, 6)
     step = max(size / 12, 40.0)  # a stop is 40 wide: its label "0.2" must not meet the next
     legend = [
         {"x": px(i * step), "fill": fill, "label": f"{t:.1f}"}
         for i, (t, fill) in enumerate(zip(ticks, colours(ticks.tolist()), strict=True))
     ]
-    return {"cells": cells, "labels": labels, "size": size, "legend": legend}
+    return {"cells": "\n".join(markup), "labels": labels, "size": size, "legend": legend}
 
 
 def map_layout(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from xml.etree import ElementTree
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,6 +12,7 @@ from analytics.plotting import (
     LABEL_H,
     LABEL_W,
     MAP_SIZE,
+    colours,
     heatmap_layout,
     map_layout,
     place_labels,
@@ -80,12 +83,43 @@ def test_a_sparkline_needs_two_points_and_says_so():
     assert sparkline([0.3, 0.4]) != ""
 
 
+def cells_of(plot: dict) -> list[ElementTree.Element]:
+    """The heatmap's cell elements (its markup parsed as SVG: it must be well formed)."""
+    return list(ElementTree.fromstring(f"<svg>{plot['cells']}</svg>"))
+
+
+def titles_of(plot: dict) -> list[str]:
+    return [element.findtext("title") for element in cells_of(plot) if element.tag == "rect"]
+
+
 def test_heatmap_cells_print_values_only_where_the_text_stays_readable():
     matrix = [[1.0] * 12 for _ in range(12)]
     small = heatmap_layout(matrix, names=[f"a{i}" for i in range(12)], order=list(range(12)))
     big = heatmap_layout(matrix[:4], names=list("abcd"), order=list(range(4)))
-    assert all(cell["text"] == "" for cell in small["cells"])  # 40 px cells
-    assert all(cell["text"] == "1.00" for cell in big["cells"])
+    assert [element.tag for element in cells_of(small)] == ["rect"] * 144  # 40 px cells
+    texts = [element.text for element in cells_of(big) if element.tag == "text"]
+    assert texts == ["1.00"] * 16
+
+
+def test_heatmap_cells_sit_on_their_pair_s_row_and_column_with_their_colour():
+    matrix = [[1.0, 0.0], [None, 0.5]]
+    plot = heatmap_layout(matrix, names=["a", "b"], order=[1, 0], size=100)
+    rects = [element.attrib for element in cells_of(plot) if element.tag == "rect"]
+    assert [(r["x"], r["y"], r["width"]) for r in rects] == [
+        ("0.0", "0.0", "50.0"),
+        ("50.0", "0.0", "50.0"),
+        ("0.0", "50.0", "50.0"),
+        ("50.0", "50.0", "50.0"),
+    ]
+    # order [1, 0]: row 0 is b (b x b 0.5, b x a unknown), row 1 is a (a x b 0.0, a x a 1.0)
+    assert [r["fill"] for r in rects] == colours([0.5, None, 0.0, 1.0])
+    assert [label["name"] for label in plot["labels"]] == ["b", "a"]
+
+
+def test_heatmap_names_are_escaped_in_the_cells_markup():
+    plot = heatmap_layout([[1.0, 0.2], [0.2, 1.0]], names=["<b>&", 'x"y'], order=[0, 1])
+    assert "<b>" not in plot["cells"]
+    assert titles_of(plot)[1] == '<b>& × x"y: kappa 0.20'
 
 
 def test_heatmap_tooltips_state_the_evidence_each_pair_shares():
@@ -96,10 +130,10 @@ def test_heatmap_tooltips_state_the_evidence_each_pair_shares():
     plot = heatmap_layout(
         matrix, names=list("abc"), order=[2, 0, 1], overlap=overlap, unit="trace steps"
     )
-    titles = [cell["title"] for cell in plot["cells"]]
+    titles = titles_of(plot)
     assert titles[0] == "c × c: kappa 1.00; 40 trace steps"
     assert "a × b: kappa 0.40; 2 shared trace steps" in titles
     assert "c × b: kappa 0.20; 1,200 shared trace steps" in titles
     assert "c × a: kappa –; 0 shared trace steps" in titles
     bare = heatmap_layout(matrix, names=list("abc"), order=[0, 1, 2])
-    assert bare["cells"][1]["title"] == "a × b: kappa 0.40"
+    assert titles_of(bare)[1] == "a × b: kappa 0.40"
