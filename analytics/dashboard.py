@@ -9,7 +9,7 @@ cards from the kind (:class:`apps.studies.kinds.QuestionKind`): this module name
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,13 +188,14 @@ def dashboard_context(
     for flag in flags:
         by_annotator.setdefault(flag.annotator_id, []).append(flag)
     values = indicators["values"]
-    history = snapshot_history(question=question)
+    history = snapshot_history(
+        question=question,
+        indicator=agreement.key,
+        study_keys=[*(figure.key for figure in kind.study_figures), "n_ratings"],
+    )
     trend_of: dict[int, list[float | None]] = {a: [] for a in ids}
     for past in history:
-        then = past["indicators"]
-        past_values = dict(
-            zip(then.get("annotators", []), _series(then, agreement.key), strict=False)
-        )
+        past_values = dict(zip(past["annotators"], past["values"], strict=False))
         for a in ids:
             trend_of[a].append(past_values.get(a))
     columns = [spec for spec in kind.indicators if spec.key in values]
@@ -240,8 +241,8 @@ def dashboard_context(
         if figure.key in study_figures or computed.get(figure.key)
     ]
 
-    def median_of(figures: Mapping[str, Any], key: str) -> float | None:
-        known = [v for v in _series(figures, key) if v is not None]
+    def median_of(series: Sequence[float | None]) -> float | None:
+        known = [v for v in series if v is not None]
         return float(np.median(known)) if known else None
 
     context.update(
@@ -275,7 +276,7 @@ def dashboard_context(
             *(
                 _trend(
                     figure.label,
-                    [p["indicators"].get("study", {}).get(figure.key) for p in history],
+                    [p["study"][figure.key] for p in history],
                     _study_text(figure, study_figures, config),
                 )
                 for figure in shown
@@ -283,12 +284,12 @@ def dashboard_context(
             ),
             _trend(
                 f"Median {agreement.label[0].lower()}{agreement.label[1:]}",
-                [median_of(p["indicators"], agreement.key) for p in history],
+                [median_of(p["values"]) for p in history],
                 _median_text(_series(indicators, agreement.key), agreement),
             ),
             _trend(
                 kind.answers_label,  # what the kind counts: ratings, judgements, traces
-                [p["indicators"].get("study", {}).get("n_ratings") for p in history],
+                [p["study"]["n_ratings"] for p in history],
                 str(study_figures.get("n_ratings", 0)),
             ),
         ],
