@@ -14,6 +14,7 @@ recomputation of the study. Axes: ``M`` annotators, ``V`` label values (codes ``
 from __future__ import annotations
 
 import io
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -99,9 +100,23 @@ class CategoricalStats:
         )
 
 
+#: zlib level of the stored arrays. The state is written on every quality pass; with 128
+#: annotators (a 1.2 MB confusion array) NumPy's ``savez_compressed`` (level 6) took 46 ms of
+#: the pass, level 2 takes 5 ms for 1.5x the bytes (108 KB against 74 KB); reading is as fast.
+COMPRESS_LEVEL = 2
+
+
 def _arrays_to_bytes(arrays: Mapping[str, NDArray[np.float64]]) -> bytes:
+    """``arrays`` as an ``.npz`` archive (what ``np.savez_compressed`` writes, at
+    :data:`COMPRESS_LEVEL`), which ``np.load`` reads."""
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, allow_pickle=False, **arrays)  # float arrays: never pickled
+    with zipfile.ZipFile(
+        buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=COMPRESS_LEVEL
+    ) as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                # float arrays: never pickled
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
     return buffer.getvalue()
 
 
