@@ -39,6 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # after each test; their flushes took several seconds each on a busy machine.
         database.setdefault("OPTIONS", {})["options"] = "-c synchronous_commit=off"
         _flush_by_delete()
+        _drop_by_force()
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     layer = settings.CHANNEL_LAYERS["default"]
     if worker and layer["BACKEND"].endswith("RedisChannelLayer"):  # the peer layer is per process
@@ -68,6 +69,26 @@ def _flush_by_delete() -> None:
         return ["SET CONSTRAINTS ALL DEFERRED;", *deletes]
 
     DatabaseOperations.sql_flush = sql_flush
+
+
+def _drop_by_force() -> None:
+    """Drop a test database at the session's end even while threads still hold connections.
+
+    Threads that outlive their tests (a live server's, the quality sweeper's, the web
+    process's kept request threads) keep the pooled connections they checked out; Django
+    closes the pool (its idle connections) and then ``DROP DATABASE`` failed ("being accessed
+    by other users": 1 to 5 sessions, in two CI runs), leaving ``test_postgres_gw0`` behind.
+    ``WITH (FORCE)`` (PostgreSQL 13+) ends those sessions first.
+    """
+    from django.db.backends.postgresql.creation import DatabaseCreation
+
+    def _destroy_test_db(self, test_database_name, verbosity):
+        self.connection.close_pool()
+        name = self.connection.ops.quote_name(test_database_name)
+        with self._nodb_cursor() as cursor:
+            cursor.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+    DatabaseCreation._destroy_test_db = _destroy_test_db
 
 
 METRICS = Path(__file__).parent / "analytics" / "metrics"
