@@ -78,7 +78,7 @@ def _drop_by_force() -> None:
     process's kept request threads) keep the pooled connections they checked out; Django
     closes the pool (its idle connections) and then ``DROP DATABASE`` failed ("being accessed
     by other users": 1 to 5 sessions, in two CI runs), leaving ``test_postgres_gw0`` behind.
-    ``WITH (FORCE)`` (PostgreSQL 13+) ends those sessions first.
+    ``WITH (FORCE)`` (PostgreSQL 13+; Django 5.2 needs 14) ends those sessions first.
     """
     from django.db.backends.postgresql.creation import DatabaseCreation
 
