@@ -131,7 +131,7 @@ def heatmap_layout(
     at = [px(k * cell) for k in range(n)]
     centre = [px((k + 0.5) * cell) for k in range(n)]
     named = [html.escape(names[a]) for a in order]
-    measure = html.escape(what)
+    measure, counted = html.escape(what), html.escape(unit)
     texts = cell >= CELL_TEXT_MIN
     markup = []
     for k, (value, fill) in enumerate(zip(values, colours(values), strict=True)):
@@ -140,10 +140,10 @@ def heatmap_layout(
         evidence = ""
         if overlap is not None:
             shared = overlap[order[i]][order[j]]
-            evidence = f"; {shared:,} {unit}" if i == j else f"; {shared:,} shared {unit}"
+            evidence = f"; {shared:,} {counted}" if i == j else f"; {shared:,} shared {counted}"
         markup.append(
             f'<rect x="{at[j]}" y="{at[i]}" width="{side}" height="{side}" fill="{fill}">'
-            f"<title>{named[i]} × {named[j]}: {measure} {shown}{html.escape(evidence)}</title>"
+            f"<title>{named[i]} × {named[j]}: {measure} {shown}{evidence}</title>"
             "</rect>"
         )
         if texts:

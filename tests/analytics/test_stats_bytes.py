@@ -13,11 +13,14 @@ import numpy as np
 from analytics.sufficient_stats import CategoricalStats, ContinuousStats, PairwiseStats
 
 
+def owners(stats) -> list:
+    """``stats`` and, for pairwise statistics, its pair sums: the objects holding the arrays."""
+    return [stats, *([stats.pairs] if hasattr(stats, "pairs") else [])]
+
+
 def filled(stats, rng: np.random.Generator):
     """``stats`` with every array and column replaced by random counts and sums."""
-    for owner in (stats, getattr(stats, "pairs", None)):
-        if owner is None:
-            continue
+    for owner in owners(stats):
         for name, value in vars(owner).items():
             if isinstance(value, np.ndarray):
                 counts = rng.poisson(2.0, size=value.shape).astype(float)
@@ -26,13 +29,13 @@ def filled(stats, rng: np.random.Generator):
 
 
 def same_arrays(a, b) -> bool:
-    def arrays(stats):
-        found = {k: v for k, v in vars(stats).items() if isinstance(v, np.ndarray)}
-        if hasattr(stats, "pairs"):
-            found |= {
-                f"pairs.{k}": v for k, v in vars(stats.pairs).items() if isinstance(v, np.ndarray)
-            }
-        return found
+    def arrays(stats) -> dict[str, np.ndarray]:
+        return {
+            f"{k}.{name}": value
+            for k, owner in enumerate(owners(stats))
+            for name, value in vars(owner).items()
+            if isinstance(value, np.ndarray)
+        }
 
     left, right = arrays(a), arrays(b)
     return left.keys() == right.keys() and all(np.array_equal(left[k], right[k]) for k in left)
