@@ -134,49 +134,83 @@ def _model_values(instance: Any) -> tuple[Any, ...]:
     return tuple(getattr(instance, f.attname) for f in instance._meta.concrete_fields)
 
 
-def row_inputs(row: Any, context: Mapping[str, Any]) -> tuple[Any, ...]:
-    """Everything the ``annotator-row`` partial reads for ``row``: the row's figures, its
-    flags' and exclusion's fields (and who excluded), and the page's names it links with."""
-    exclusion = row.exclusion
+def figures_inputs(row: Any, context: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Everything the ``annotator-figures`` partial reads for ``row``: its name, figures,
+    trend and whether it is excluded (the badge)."""
     return (
         row.user_id,
         row.name,
         [sorted(cell.items()) for cell in row.cells],
-        [_model_values(flag) for flag in row.flags],
-        (_model_values(exclusion), exclusion.by.get_username()) if exclusion else None,
+        row.exclusion is not None,
         row.trend,
         row.trend_note,
+        context["spark_w"],
+        context["spark_h"],
+    )
+
+
+def actions_inputs(row: Any, context: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Everything the ``annotator-actions`` partial reads for ``row``: its flags' and
+    exclusion's fields (and who excluded), and the page's names its forms link with."""
+    exclusion = row.exclusion
+    return (
+        row.user_id,
+        row.name,
+        [_model_values(flag) for flag in row.flags],
+        (_model_values(exclusion), exclusion.by.get_username()) if exclusion else None,
         context["study"].pk,
         context["question"].pk,
         len(context["columns"]),
-        context["spark_w"],
-        context["spark_h"],
         context.get("csrf_token"),
     )
 
 
+#: The parts of an annotator's row (``annotator-row``), each rendered again only when what it
+#: reads changed: an answer moves the figures; a flag or an exclusion changes the actions.
+ROW_PARTS = (("annotator-figures", figures_inputs), ("annotator-actions", actions_inputs))
+
+
+@dataclass
+class RenderedRow:
+    """One row as a connection rendered it last: each part's inputs and HTML, and the row's."""
+
+    parts: tuple[tuple[tuple[Any, ...], str], ...]
+    html: str
+
+
 @dataclass
 class RenderedRows:
-    """The annotator rows one connection rendered last: each row's inputs and its HTML.
+    """The annotator rows one connection rendered last (:class:`RenderedRow`).
 
-    A push renders a row again only when what its partial reads changed (:func:`row_inputs`).
+    A push renders a row's part again only when what it reads changed (:data:`ROW_PARTS`).
     Between two pushes most annotators' rows stay the same (their figures move when they or
     those sharing their items answer), and the rows were 73 % of a push's CPU (38 of 52 ms
-    with 128 annotators).
+    with 128 annotators); under a crowd every row's figures move, but its actions (forms,
+    links: about half of a row's CPU) stay as they were.
     """
 
-    rendered: dict[int, tuple[tuple[Any, ...], str]] = field(default_factory=dict)
+    rendered: dict[int, RenderedRow] = field(default_factory=dict)
 
     def html(self, rows: Iterable[Any], context: Mapping[str, Any], render: Any) -> list[str]:
-        """Each row's HTML, rendered by ``render(row)`` only if its inputs changed; rows no
-        longer shown are forgotten."""
+        """Each row's HTML, its parts rendered by ``render(partial, row=row)`` only if their
+        inputs changed, then put into the row (``row_parts``); rows no longer shown are
+        forgotten."""
         before, self.rendered = self.rendered, {}
         out = []
         for row in rows:
-            inputs = row_inputs(row, context)
             last = before.get(row.user_id)
-            html = last[1] if last is not None and last[0] == inputs else render(row)
-            self.rendered[row.user_id] = (inputs, html)
+            parts = tuple(
+                (inputs, last.parts[k][1])
+                if last is not None and last.parts[k][0] == inputs
+                else (inputs, render(name, row=row))
+                for k, (name, inputs_of) in enumerate(ROW_PARTS)
+                for inputs in [inputs_of(row, context)]
+            )
+            if last is not None and [p[1] for p in parts] == [p[1] for p in last.parts]:
+                html = last.html
+            else:
+                html = render("annotator-row", row=row, row_parts=[p[1] for p in parts])
+            self.rendered[row.user_id] = RenderedRow(parts, html)
             out.append(html)
         return out
 
@@ -199,7 +233,7 @@ def live_fragments(
 
     shown = context.get("rows", ())
     cache = rendered_rows if rendered_rows is not None else RenderedRows()
-    html = cache.html(shown, context, lambda row: render("annotator-row", row=row))
+    html = cache.html(shown, context, render)
     rows = tuple(
         Fragment(f"row-{row.user_id}", text) for row, text in zip(shown, html, strict=True)
     )

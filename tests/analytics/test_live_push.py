@@ -202,13 +202,14 @@ def test_the_live_render_gives_each_row_its_own_fragment():
     assert counts.answers == 18
 
 
-def _count_row_renders(monkeypatch) -> list[int]:
-    """The annotator of every ``annotator-row`` render from now on, in order."""
+def _count_row_renders(monkeypatch, part: str = "annotator-row") -> list[int]:
+    """The annotator of every render of the row's ``part`` (``annotator-row``, or
+    ``annotator-figures`` or ``annotator-actions`` inside it) from now on, in order."""
     rendered: list[int] = []
     real_render = live.render_to_string
 
     def counting_render(name: str, context: dict, *args, **kwargs) -> str:
-        if name.endswith("#annotator-row"):
+        if name.endswith(f"#{part}"):
             rendered.append(context["row"].user_id)
         return real_render(name, context, *args, **kwargs)
 
@@ -295,13 +296,17 @@ def test_a_push_renders_again_only_the_rows_whose_inputs_changed(settings, monke
     question = study.questions.get()
     first, second = annotators[0], annotators[1]
     rendered, rows_rendered = RenderedRows(), _count_row_renders(monkeypatch)
+    actions_rendered = _count_row_renders(monkeypatch, "annotator-actions")
+    actions_now: list[int] = []
 
     def push() -> list[int]:
-        """The rows a cached push rendered; its fragments must equal a fresh render's."""
+        """The rows a cached push rendered (and in ``actions_now``, the rows whose actions
+        it rendered); its fragments must equal a fresh render's."""
         context = _context(study, question, plots=False)
-        start = len(rows_rendered)
+        start, actions_start = len(rows_rendered), len(actions_rendered)
         cached = live_fragments(context, plots=False, rendered_rows=rendered)
         rendered_now = rows_rendered[start:]
+        actions_now[:] = actions_rendered[actions_start:]
         fresh = live_fragments(_context(study, question, plots=False), plots=False)
         assert [(f.key, f.html) for f in cached] == [(f.key, f.html) for f in fresh]
         return rendered_now
@@ -318,8 +323,13 @@ def test_a_push_renders_again_only_the_rows_whose_inputs_changed(settings, monke
     after_answer = push()
     assert first.pk in after_answer
     assert len(after_answer) < len(annotators)  # those not sharing the item: as they were
+    # an answer moves figures; the flags and export actions (forms, links: half a row's CPU)
+    # stay as they were, unless a flag opened or closed with it
+    flagged = set(Flag.objects.filter(question=question).values_list("annotator", flat=True))
+    assert set(actions_now) <= flagged & set(after_answer)
     annotator_exclude(study=study, annotator=second, by=study.created_by, reason="bot")
     assert push() == [second.pk]
+    assert actions_now == [second.pk]  # its "Undo" form in place of "Exclude"
     open_flags = Flag.objects.filter(question=question, status=Flag.Status.OPEN, active=True)
     flag = open_flags.exclude(annotator=None).first()  # the random annotator's, mostly
     if flag is None:  # who shares which items follows the study's id (the tests before)
