@@ -199,18 +199,19 @@ class RenderedRows:
         out = []
         for row in rows:
             last = before.get(row.user_id)
-            parts = tuple(
-                (inputs, last.parts[k][1])
-                if last is not None and last.parts[k][0] == inputs
-                else (inputs, render(name, row=row))
-                for k, (name, inputs_of) in enumerate(ROW_PARTS)
-                for inputs in [inputs_of(row, context)]
-            )
-            if last is not None and [p[1] for p in parts] == [p[1] for p in last.parts]:
+            parts = []
+            for k, (name, inputs_of) in enumerate(ROW_PARTS):
+                inputs = inputs_of(row, context)
+                if last is not None and last.parts[k][0] == inputs:
+                    parts.append(last.parts[k])
+                else:
+                    parts.append((inputs, render(name, row=row)))
+            texts = [text for _, text in parts]
+            if last is not None and texts == [text for _, text in last.parts]:
                 html = last.html
             else:
-                html = render("annotator-row", row=row, row_parts=[p[1] for p in parts])
-            self.rendered[row.user_id] = RenderedRow(parts, html)
+                html = render("annotator-row", row=row, row_parts=texts)
+            self.rendered[row.user_id] = RenderedRow(tuple(parts), html)
             out.append(html)
         return out
 
