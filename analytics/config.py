@@ -45,11 +45,12 @@ class QualityConfig:
     snapshot_interval: float
     ds_interval: float
     forecast_interval: float
+    forecast_duty: float
     interval_seconds: float
     interval_duty: float
     plot_interval: float
     push_duty: float
-    intervals_apart: bool
+    slow_work_apart: bool
     min_overlap: int
     min_annotators: int
     reopen_margin: float
@@ -78,11 +79,12 @@ def quality_config() -> QualityConfig:
         snapshot_interval=float(settings.QUALITY_SNAPSHOT_INTERVAL),
         ds_interval=float(settings.QUALITY_DS_INTERVAL),
         forecast_interval=float(settings.QUALITY_FORECAST_INTERVAL),
+        forecast_duty=float(settings.QUALITY_FORECAST_DUTY),
         interval_seconds=float(settings.QUALITY_INTERVAL_SECONDS),
         interval_duty=float(settings.QUALITY_INTERVAL_DUTY),
         plot_interval=float(settings.QUALITY_PLOT_INTERVAL),
         push_duty=float(settings.QUALITY_PUSH_DUTY),
-        intervals_apart=bool(settings.QUALITY_INTERVALS_APART),
+        slow_work_apart=bool(settings.QUALITY_SLOW_WORK_APART),
         min_overlap=int(settings.QUALITY_MIN_OVERLAP),
         min_annotators=int(settings.QUALITY_MIN_ANNOTATORS),
         reopen_margin=float(settings.QUALITY_REOPEN_MARGIN),

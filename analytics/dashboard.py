@@ -173,12 +173,14 @@ def dashboard_context(
         "snapshot": None,
         "waiting": answers_waiting(question_id=question.pk, kind=question.kind) if question else 0,
     }
-    snapshot: QualitySnapshot | None = latest_snapshot(question=question) if question else None
+    snapshot: QualitySnapshot | None = (
+        latest_snapshot(question=question, matrices=plots) if question else None
+    )
     if question is None or snapshot is None or not snapshot.indicators.get("annotators"):
         return context
     kind = context["kind"]
     agreement = kind.indicator(kind.agreement)
-    indicators, matrices = snapshot.indicators, snapshot.matrices
+    indicators = snapshot.indicators
     ids: list[int] = indicators["annotators"]
     users = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
     names = [users.get(a, f"#{a}") for a in ids]
@@ -200,6 +202,7 @@ def dashboard_context(
             trend_of[a].append(past_values.get(a))
     columns = [spec for spec in kind.indicators if spec.key in values]
     done = values[kind.count]
+    question_config = config.for_question(question.settings)
     rows = []
     for k, user_id in enumerate(ids):
         if not done[k]:
@@ -215,7 +218,7 @@ def dashboard_context(
                 name=names[k],
                 cells=[
                     {
-                        **_cell(spec, k, indicators, config.for_question(question.settings)),
+                        **_cell(spec, k, indicators, question_config),
                         "heading": spec.heading,  # the phone's stacked cells name their figure
                         "flagged": spec.key in flagged_keys,
                         "band": _band(values[spec.key][k]) if spec.banded else "",
@@ -326,6 +329,7 @@ def dashboard_context(
                 )
             )
         ]
+        matrices = snapshot.matrices
         context.update(
             heatmap=heatmap_layout(
                 matrices["kappa"],

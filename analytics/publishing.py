@@ -129,7 +129,7 @@ def _publish(
         seconds=config.interval_seconds,
         force=rebuild,
         found=intervals,
-        apart=config.intervals_apart,
+        apart=config.slow_work_apart,
     )
     carried = computed_at(previous) is not None and (
         derived.study.get("intervals", {}).get("computed_at") == computed_at(previous)

@@ -89,8 +89,14 @@ def question_ratings(
     return items, ratings
 
 
-def latest_snapshot(*, question: Question) -> QualitySnapshot | None:
-    return QualitySnapshot.objects.filter(question=question).order_by("-created_at", "-id").first()
+def latest_snapshot(*, question: Question, matrices: bool = True) -> QualitySnapshot | None:
+    """The question's newest snapshot; without ``matrices`` its pair matrices are left in the
+    database (read if asked for): 175 KB of JSON with 128 annotators, which only the plots
+    draw, decoded on every light push."""
+    snapshots = QualitySnapshot.objects.filter(question=question)
+    if not matrices:
+        snapshots = snapshots.defer("matrices")
+    return snapshots.order_by("-created_at", "-id").first()
 
 
 def latest_interval_records() -> list[tuple[int, int, dict[str, Any] | None]]:

@@ -14,6 +14,10 @@ hooks (queue orders asked for, model runs and endpoints waiting, forecasts and i
 snapshots behind their state: 2.9 ms of an idle pass's 3.2) run every
 ``QUALITY_WORKER_HOOK_INTERVAL`` seconds (2) instead of on every pass.
 
+The slow work after an update (interval bootstraps, the disagreement forecast's retraining)
+runs on the process's background thread (:mod:`analytics.background`;
+``QUALITY_SLOW_WORK_APART``), never in a pass.
+
 Nothing is lost: a worker killed mid-batch rolls back and the answers stay pending; a worker
 that cannot reach the database logs it and tries again on the next pass. Several workers are
 safe (each question's state row is locked for its batch) but only help with many questions.

@@ -177,11 +177,13 @@ QUALITY_IN_TESTS = {
 @pytest.fixture(autouse=True)
 def _quality_updates_inline(settings, monkeypatch):
     """:data:`QUALITY_IN_TESTS` for every test, and the forecast throttle's memory of the
-    questions this process tried starts empty (a question of an earlier test with the same
-    primary key would otherwise wait out its interval)."""
+    questions this process tried (and of how long their retraining took) starts empty (a
+    question of an earlier test with the same primary key would otherwise wait out its
+    interval)."""
     for name, value in QUALITY_IN_TESTS.items():
         setattr(settings, name, value)
     monkeypatch.setattr("apps.adjudication.services._FORECAST_TRIED", {})
+    monkeypatch.setattr("apps.adjudication.services._FORECAST_TOOK", {})
 
 
 @pytest.fixture

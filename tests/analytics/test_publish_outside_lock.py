@@ -102,7 +102,7 @@ def test_a_publish_never_goes_back_to_an_older_state(spied):
 def test_the_worker_leaves_due_intervals_to_a_thread_of_their_own(spied, monkeypatch, settings):
     """A bootstrap takes seconds on a large question; on the quality worker's own thread it
     held every other question's live update (and this one's push) for that long. With
-    ``QUALITY_INTERVALS_APART`` (the worker's setting) the publish carries the last set and a
+    ``QUALITY_SLOW_WORK_APART`` (the worker's setting) the publish carries the last set and a
     background thread computes the new one, then publishes it."""
     import threading
 
@@ -125,7 +125,7 @@ def test_the_worker_leaves_due_intervals_to_a_thread_of_their_own(spied, monkeyp
     settings.QUALITY_UPDATES = "worker"  # the answers wait in the outbox...
     _answer(study, annotators, items=12)  # ...and make the intervals due (x4)
     settings.QUALITY_UPDATES = "inline"
-    settings.QUALITY_INTERVALS_APART = True
+    settings.QUALITY_SLOW_WORK_APART = True
     threads.clear()
     quality_process_pending(question_id=question.pk)  # one batch, one publish: it defers
     # (the in-memory test database allows one thread at a time: wait before reading)

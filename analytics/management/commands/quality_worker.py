@@ -28,7 +28,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, interval: float, **options: Any) -> None:
         settings.QUALITY_UPDATES = "inline"  # this process is where the updates run
-        settings.QUALITY_INTERVALS_APART = True  # bootstraps on a thread beside the passes
+        settings.QUALITY_SLOW_WORK_APART = True  # bootstraps, forecasts beside the passes
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())

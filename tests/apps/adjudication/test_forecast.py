@@ -4,6 +4,7 @@ the study overview, cross-validated figures equal to scikit-learn's, overlap rai
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from datetime import timedelta
 
@@ -24,9 +25,10 @@ from analytics.metrics.disagreement_prediction import (
     predict_disagreement,
     to_levels,
 )
-from analytics.pipeline import AFTER_UPDATE_HOOKS
+from analytics.pipeline import AFTER_UPDATE_HOOKS, quality_process
 from apps.adjudication.models import DisagreementForecast
 from apps.adjudication.services import (
+    _forecast_due,
     disagreement_forecast_after_update,
     disagreement_forecast_train,
     disagreement_forecasts_sweep,
@@ -35,7 +37,7 @@ from apps.adjudication.services import (
 from apps.annotations.importing import FinishedAnnotation, annotations_import_finished
 from apps.annotations.models import Assignment
 from apps.annotations.services import annotations_submit
-from apps.studies.models import Membership
+from apps.studies.models import Membership, Question
 from apps.studies.services import membership_add
 from benchmarks.predicted_disagreement import simulate_text_study
 from tests.factories import UserFactory, running_study
@@ -233,6 +235,73 @@ def test_answers_retrain_the_forecast_on_the_background_thread(settings, monkeyp
     forecast = DisagreementForecast.objects.get(question=question)
     assert forecast.n_train == N_ANSWERED + 1
     assert not forecast.predictions.filter(item=item).exists()
+
+
+@pytest.mark.django_db(transaction=True)  # the background thread reads what was committed
+def test_the_quality_worker_retrains_the_forecast_beside_its_passes(settings, monkeypatch):
+    """The retraining ran in the quality worker's pass, after the publish: 3.4 s of the pass
+    with 10,000 answers on 16,000 text items, every ``QUALITY_FORECAST_INTERVAL``, during
+    which no question's answers were analysed and no dashboard was pushed. The worker
+    (``QUALITY_SLOW_WORK_APART``) now leaves it to its background thread, as the intervals'
+    bootstraps."""
+    study, annotators, items, sim, records = _text_study()
+    annotations_import_finished(study=study, records=records)
+    question = study.questions.get()
+    trained_on: list[str] = []
+    real = prediction.predict_disagreement
+
+    def spy(*args, **kwargs):
+        trained_on.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(prediction, "predict_disagreement", spy)
+    settings.QUALITY_UPDATES = "worker"  # the answers wait in the outbox for the pass
+    item = items[N_ANSWERED]
+    for user, row in zip(annotators, sim.answers, strict=True):
+        annotations_submit(
+            annotator=user,
+            assignment=Assignment.objects.get(item=item, annotator=user, round=1),
+            answers={question: KEYS[int(row[N_ANSWERED])]},
+            idempotency_key=uuid.uuid4(),
+        )
+    settings.QUALITY_UPDATES, settings.QUALITY_SLOW_WORK_APART = "inline", True  # the worker's
+    assert quality_process(question_id=question.pk) == len(annotators)  # the pass
+    assert threading.current_thread().name not in trained_on  # not in the pass
+    # (the in-memory test database allows one thread at a time: wait before reading)
+    assert background.idle(timeout=60)
+    assert trained_on == ["quality-updates"]
+    assert DisagreementForecast.objects.get(question=question).n_train == N_ANSWERED + 1
+
+
+def test_a_slow_retraining_rests_its_time_over_the_duty(text_study, settings, monkeypatch):
+    """The retraining's cost grows with the question (a Dawid-Skene aggregation of every
+    answer, a cross-validated fit over every answered item: 3.4 s with 10,000 answers on
+    16,000 items), and a fixed ``QUALITY_FORECAST_INTERVAL`` let it take any share of the
+    worker. It now rests at least its own time over ``QUALITY_FORECAST_DUTY``, as the
+    intervals do: 0.3 s at a tenth of a core rests 3 s, though the interval is 0.5 s."""
+    study, _, _ = text_study
+    question = study.questions.get()
+    settings.QUALITY_FORECAST_INTERVAL, settings.QUALITY_FORECAST_DUTY = 0.5, 0.1
+    real = prediction.predict_disagreement
+
+    def slow(*args, **kwargs):
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(prediction, "predict_disagreement", slow)
+    DisagreementForecast.objects.filter(question=question).update(fingerprint="stale")
+    assert disagreement_forecast_train(question=question).fingerprint != "stale"
+
+    def due_after(seconds: float) -> bool:
+        DisagreementForecast.objects.filter(question=question).update(
+            trained_at=timezone.now() - timedelta(seconds=seconds)
+        )
+        return _forecast_due(Question.objects.get(pk=question.pk))
+
+    assert not due_after(1.0)  # past the interval, within the rest
+    assert due_after(3.5)
+    settings.QUALITY_FORECAST_DUTY = 0  # no rest: the interval alone
+    assert due_after(1.0)
 
 
 def test_the_items_list_shows_and_sorts_by_predicted_disagreement(client, text_study):
