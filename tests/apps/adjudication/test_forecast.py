@@ -203,6 +203,30 @@ def test_raising_the_overlap_checks_its_input_and_the_role(text_study):
         predicted_overlap_raise(manager=study.created_by, question=question, threshold=-1, k=4)
 
 
+def _training_threads(monkeypatch) -> list[str]:
+    """The names of the threads the forecast is fitted on from now, in order."""
+    trained_on: list[str] = []
+    real = prediction.predict_disagreement
+
+    def spy(*args, **kwargs):
+        trained_on.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(prediction, "predict_disagreement", spy)
+    return trained_on
+
+
+def _answer_next_item(question, annotators, item, sim) -> None:
+    """Each simulated annotator answers ``item`` (the first not answered at the import)."""
+    for user, row in zip(annotators, sim.answers, strict=True):
+        annotations_submit(
+            annotator=user,
+            assignment=Assignment.objects.get(item=item, annotator=user, round=1),
+            answers={question: KEYS[int(row[N_ANSWERED])]},
+            idempotency_key=uuid.uuid4(),
+        )
+
+
 @pytest.mark.postgres  # SQLite's in-memory test database locks tables across threads at once
 @pytest.mark.django_db(transaction=True)
 def test_answers_retrain_the_forecast_on_the_background_thread(settings, monkeypatch):
@@ -212,23 +236,10 @@ def test_answers_retrain_the_forecast_on_the_background_thread(settings, monkeyp
     study, annotators, items, sim, records = _text_study()
     annotations_import_finished(study=study, records=records)  # a bulk import rebuilds inline
     assert background.idle(timeout=60)
-    trained_on: list[str] = []
-    real = prediction.predict_disagreement
-
-    def spy(*args, **kwargs):
-        trained_on.append(threading.current_thread().name)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(prediction, "predict_disagreement", spy)
+    trained_on = _training_threads(monkeypatch)
     question = study.questions.get()
     item = items[N_ANSWERED]
-    for user, row in zip(annotators, sim.answers, strict=True):
-        annotations_submit(
-            annotator=user,
-            assignment=Assignment.objects.get(item=item, annotator=user, round=1),
-            answers={question: KEYS[int(row[N_ANSWERED])]},
-            idempotency_key=uuid.uuid4(),
-        )
+    _answer_next_item(question, annotators, item, sim)
     assert background.idle(timeout=60)
     assert trained_on
     assert set(trained_on) == {"quality-updates"}
@@ -247,23 +258,10 @@ def test_the_quality_worker_retrains_the_forecast_beside_its_passes(settings, mo
     study, annotators, items, sim, records = _text_study()
     annotations_import_finished(study=study, records=records)
     question = study.questions.get()
-    trained_on: list[str] = []
-    real = prediction.predict_disagreement
-
-    def spy(*args, **kwargs):
-        trained_on.append(threading.current_thread().name)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(prediction, "predict_disagreement", spy)
+    trained_on = _training_threads(monkeypatch)
     settings.QUALITY_UPDATES = "worker"  # the answers wait in the outbox for the pass
     item = items[N_ANSWERED]
-    for user, row in zip(annotators, sim.answers, strict=True):
-        annotations_submit(
-            annotator=user,
-            assignment=Assignment.objects.get(item=item, annotator=user, round=1),
-            answers={question: KEYS[int(row[N_ANSWERED])]},
-            idempotency_key=uuid.uuid4(),
-        )
+    _answer_next_item(question, annotators, item, sim)
     settings.QUALITY_UPDATES, settings.QUALITY_SLOW_WORK_APART = "inline", True  # the worker's
     assert quality_process(question_id=question.pk) == len(annotators)  # the pass
     assert threading.current_thread().name not in trained_on  # not in the pass
@@ -271,6 +269,24 @@ def test_the_quality_worker_retrains_the_forecast_beside_its_passes(settings, mo
     assert background.idle(timeout=60)
     assert trained_on == ["quality-updates"]
     assert DisagreementForecast.objects.get(question=question).n_train == N_ANSWERED + 1
+
+
+def test_the_worker_asks_for_a_retraining_once_until_it_has_run(text_study, settings, monkeypatch):
+    """Every pass until the retraining has run on the background thread finds it due; each
+    asked for it again, so a retraining that outlasted a pass ran a second time right after
+    the first (the worker's CPU per answer 4.4-5.4 -> 5.1-5.6 ms at 32 clients)."""
+    study, _, _ = text_study
+    question = study.questions.get()
+    settings.QUALITY_SLOW_WORK_APART = True
+    asked: list[tuple[int, object]] = []
+    monkeypatch.setattr(background, "enqueue", lambda key, job, **_: asked.append((key, job)))
+    disagreement_forecast_after_update(question.pk)
+    disagreement_forecast_after_update(question.pk)  # the next pass, before it has run
+    assert len(asked) == 1
+    key, job = asked[0]
+    job(key)  # it runs
+    disagreement_forecast_after_update(question.pk)  # due again (interval 0): asked again
+    assert len(asked) == 2
 
 
 def test_a_slow_retraining_rests_its_time_over_the_duty(text_study, settings, monkeypatch):
@@ -357,13 +373,7 @@ def test_a_busy_question_retrains_its_forecast_at_most_every_interval(
     )
     item = items[N_ANSWERED]
     with django_capture_on_commit_callbacks(execute=True):  # the quality updates and hooks
-        for user, row in zip(annotators, sim.answers, strict=True):
-            annotations_submit(
-                annotator=user,
-                assignment=Assignment.objects.get(item=item, annotator=user, round=1),
-                answers={question: KEYS[int(row[N_ANSWERED])]},
-                idempotency_key=uuid.uuid4(),
-            )
+        _answer_next_item(question, annotators, item, sim)
     assert fits == []  # inside the interval: not retrained
     assert DisagreementForecast.objects.get(question=question).n_train == N_ANSWERED
     assert disagreement_forecasts_sweep() == []  # nor by the sweep, yet
