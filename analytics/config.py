@@ -68,6 +68,14 @@ class QualityConfig:
         return QualityConfig(**{**self.__dict__, "min_evidence": {**self.min_evidence, **override}})
 
 
+def duty_rest(took: float, duty: float) -> float:
+    """Seconds that slow work which took ``took`` seconds rests before it runs again, so that
+    it keeps at most ``duty`` of a core busy however its cost grows: ``took / duty`` (0 for a
+    ``duty`` of 0: no rest). The intervals (``QUALITY_INTERVAL_DUTY``) and the disagreement
+    forecast (``QUALITY_FORECAST_DUTY``) rest so."""
+    return took / duty if duty > 0 else 0.0
+
+
 def quality_config() -> QualityConfig:
     """The configuration as the settings say now (cheap: built on every call, so tests that
     change a setting see it at once)."""

@@ -82,7 +82,9 @@ def intervals_rest(last: Mapping[str, Any], *, duty: float) -> float:
     """Seconds the stored set ``last`` must age before any recomputation: ``took / duty``, so
     that recomputing the intervals keeps at most ``duty`` of a core busy however large the
     question grows (a bootstrap's cost grows with the answers: 0.3 s at 100, 4.2 s at 1,600)."""
-    return float(last.get("took", 0.0)) / duty if duty > 0 else 0.0
+    from analytics.config import duty_rest
+
+    return duty_rest(float(last.get("took", 0.0)), duty)
 
 
 def _age(last: Mapping[str, Any], now: dt.datetime) -> float:

@@ -15,7 +15,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from analytics import background
-from analytics.config import quality_config
+from analytics.config import duty_rest, quality_config
 from analytics.models import QualityState
 from apps.adjudication.models import (
     Adjudication,
@@ -265,8 +265,7 @@ def _forecast_due(question: Question) -> bool:
     except DisagreementForecast.DoesNotExist:
         forecast = None
     if forecast is not None:
-        took = _FORECAST_TOOK.get(question.pk, 0.0)
-        rest = max(interval, took / config.forecast_duty if config.forecast_duty > 0 else 0.0)
+        rest = max(interval, duty_rest(_FORECAST_TOOK.get(question.pk, 0.0), config.forecast_duty))
         return bool(forecast.trained_at <= timezone.now() - timedelta(seconds=rest))
     now = time.monotonic()
     tried = _FORECAST_TRIED.get(question.pk)
