@@ -52,7 +52,9 @@ def simulated_study(*, n_items: int = 120, seed: int = 7) -> SimulatedStudy:
         noisy = rng.random(n_items) < 0.05
         ratings[k] = np.where(noisy, rng.integers(0, 3, n_items), tendency)
     items = list(study.items.order_by("position").values_list("external_id", flat=True))
-    usernames = [user.username for user in annotators]
+    # Rows in the study's annotator order (by username, as every selector reads them), not in
+    # creation order: the factory's "user9" sorts after "user10".
+    usernames = sorted(user.username for user in annotators)
     annotations_import_finished(
         study=study,
         records=[

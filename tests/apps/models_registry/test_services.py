@@ -335,3 +335,18 @@ def test_a_run_on_a_one_annotator_study_is_evaluated_without_pairs():
     evaluation = run.evaluations.get()
     assert evaluation.figures["accuracy_mean"] == 0.0
     assert evaluation.figures["dic"] is None
+
+
+@pytest.mark.parametrize("first_user", [0, 5, 95])
+def test_the_simulation_keeps_the_studys_annotator_order(first_user):
+    """The evaluation's axes are the study's annotators by username; the simulation's rows must
+    be in that order whatever names the factory hands out (user9 sorts after user10)."""
+    from apps.models_registry.selectors import question_labels
+    from tests.apps.models_registry.simulation import simulated_study
+    from tests.factories import UserFactory
+
+    UserFactory.reset_sequence(first_user)
+    sim = simulated_study(n_items=12)
+    labels = question_labels(question=sim.question)
+    assert labels.names == sim.usernames
+    assert np.array_equal(labels.ratings, sim.ratings)

@@ -50,7 +50,8 @@ def trace_study(*, n_items: int = 6, seed: int = 5) -> TraceSimulation:
         )
         for i in range(n_items)
     ]
-    users = [UserFactory() for _ in GROUPS]
+    # In the study's annotator order (by username), as the selectors read them.
+    users = sorted((UserFactory() for _ in GROUPS), key=lambda user: user.username)
     for user in users:
         membership_add(study=study, user=user, role=Membership.Role.ANNOTATOR)
     study_set_status(study=study, status=Study.Status.RUNNING)
