@@ -30,6 +30,8 @@ logger = logging.getLogger(__name__)
 # What waits: (queue, id) -> the callable that processes it. The quality updates use the
 # queue "quality"; other off-request work (analytics.pipeline.job_schedule) its job's name.
 _waiting: dict[tuple[str, int], Callable[[int], object]] = {}
+# What was enqueued with ``once`` and has not finished running yet.
+_unfinished: set[tuple[str, int]] = set()
 _busy = threading.Event()
 _wake = threading.Condition()
 _thread: threading.Thread | None = None
@@ -37,14 +39,28 @@ _sweeper: threading.Thread | None = None
 
 
 def enqueue(
-    key: int, process: Callable[[int], object], *, queue: str = "quality", drain: bool = True
+    key: int,
+    process: Callable[[int], object],
+    *,
+    queue: str = "quality",
+    drain: bool = True,
+    once: bool = False,
 ) -> None:
     """Note that ``key`` (a question id, or the id a job names) has pending work in ``queue``;
     ``process(key)`` will be called for it soon, once however often it was enqueued meanwhile.
-    ``drain``: the process waits at exit for what was handed over (not for work a later sweep
-    redoes anyway, such as the quality worker's intervals)."""
+
+    ``once``: an enqueue while ``key`` waits *or runs* is dropped, for slow work that reads
+    everything afresh and that its callers find due until it has finished (the intervals'
+    bootstrap, the forecast's retraining: asked again by every pass while it ran, it ran twice
+    back to back). Without it (the quality updates) an enqueue while it runs runs it again:
+    answers arrived meanwhile. ``drain``: the process waits at exit for what was handed over
+    (not for work a later sweep redoes anyway, such as the quality worker's intervals)."""
     global _thread
     with _wake:
+        if once:
+            if (queue, key) in _unfinished:
+                return
+            _unfinished.add((queue, key))
         _waiting[(queue, key)] = process
         if _thread is None or not _thread.is_alive():
             _thread = threading.Thread(target=_serve, name="quality-updates", daemon=True)
@@ -85,6 +101,9 @@ def _serve() -> None:
                     process(key)
                 except Exception:  # one failing question must not stop the others
                     logger.exception("background %s of %s failed", queue, key)
+                finally:
+                    with _wake:
+                        _unfinished.discard((queue, key))
         finally:
             connection.close()
             with _wake:

@@ -318,11 +318,12 @@ def computed_at(snapshot: QualitySnapshot | None) -> str | None:
 
 def intervals_request(question_id: int) -> None:
     """Compute the question's intervals on this process's background thread and publish them
-    (:func:`intervals_publish`); asked once however often before it runs. Not waited for at
-    exit: a set left undone is due again at the next publish or sweep."""
+    (:func:`intervals_publish`); asked once however often before it has run (every pass finds
+    the set due until it is published). Not waited for at exit: a set left undone is due again
+    at the next publish or sweep."""
     from analytics import background
 
-    background.enqueue(question_id, intervals_publish, queue=INTERVALS_JOB, drain=False)
+    background.enqueue(question_id, intervals_publish, queue=INTERVALS_JOB, drain=False, once=True)
 
 
 def intervals_publish(question_id: int, attempts: int = 3) -> None:

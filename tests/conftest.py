@@ -184,7 +184,6 @@ def _quality_updates_inline(settings, monkeypatch):
         setattr(settings, name, value)
     monkeypatch.setattr("apps.adjudication.services._FORECAST_TRIED", {})
     monkeypatch.setattr("apps.adjudication.services._FORECAST_TOOK", {})
-    monkeypatch.setattr("apps.adjudication.services._FORECAST_QUEUED", set())
 
 
 @pytest.fixture

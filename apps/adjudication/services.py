@@ -229,18 +229,16 @@ def disagreement_forecast_after_update(question_id: int) -> None:
         return
     if not quality_config().slow_work_apart:
         disagreement_forecast_train(question=question)
-    elif question_id not in _FORECAST_QUEUED:  # still due until it has run: asked once
-        _FORECAST_QUEUED.add(question_id)
-        background.enqueue(question_id, _forecast_retrain, queue=FORECAST_JOB, drain=False)
+    else:  # due until it has run: asked once
+        background.enqueue(
+            question_id, _forecast_retrain, queue=FORECAST_JOB, drain=False, once=True
+        )
 
 
 def _forecast_retrain(question_id: int) -> None:
-    try:
-        question = Question.objects.filter(pk=question_id).first()
-        if question is not None:
-            disagreement_forecast_train(question=question)
-    finally:
-        _FORECAST_QUEUED.discard(question_id)
+    question = Question.objects.filter(pk=question_id).first()
+    if question is not None:
+        disagreement_forecast_train(question=question)
 
 
 # question id -> monotonic time of this process's last try of a question without a forecast
@@ -248,9 +246,6 @@ def _forecast_retrain(question_id: int) -> None:
 _FORECAST_TRIED: dict[int, float] = {}
 # question id -> wall seconds this process's last retraining of its forecast took
 _FORECAST_TOOK: dict[int, float] = {}
-# the questions whose retraining waits for or runs on the background thread: every pass until
-# it has run finds it due, and each asked again ran it a second time, back to back
-_FORECAST_QUEUED: set[int] = set()
 
 
 def _forecast_due(question: Question) -> bool:

@@ -150,3 +150,39 @@ def test_intervals_computed_apart_are_not_written_over_a_newer_state(spied):
     )
     found = CategoricalKind().intervals(question)
     assert quality_publish_with(question_id=question.pk, intervals=found) is False
+
+
+def test_a_bootstrap_is_asked_for_once_until_it_has_run(spied, monkeypatch, settings):
+    """Every pass of the worker until the background bootstrap has published finds the
+    intervals due and asks for them; the ask that came while the bootstrap ran queued a second
+    one, run at once after the first, on answers the first had just covered (the forecast's
+    retraining had the same double run, issue 22's thirteenth pass)."""
+    import threading
+
+    from analytics import background
+
+    started, release = threading.Event(), threading.Event()
+    runs: list[str] = []
+    original = CategoricalKind.intervals
+
+    def slow(self, question):
+        if threading.current_thread().name == "quality-updates":
+            runs.append("bootstrap")
+            started.set()
+            release.wait(timeout=30)  # still running when the next pass comes
+        return original(self, question)
+
+    monkeypatch.setattr(CategoricalKind, "intervals", slow)
+    study, annotators = running_study(n_items=24, n_annotators=4)
+    question = study.questions.get()
+    _answer(study, annotators, items=2)
+    settings.QUALITY_SLOW_WORK_APART = True
+    for answered in (6, 18):  # each pass finds the set due (the answers more than doubled)
+        settings.QUALITY_UPDATES = "worker"  # the answers wait in the outbox for the pass
+        _answer(study, annotators, items=answered)
+        settings.QUALITY_UPDATES = "inline"
+        quality_process_pending(question_id=question.pk)
+        assert started.wait(timeout=30)
+    release.set()
+    assert background.idle(timeout=60)
+    assert runs == ["bootstrap"]
