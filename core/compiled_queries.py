@@ -28,6 +28,8 @@ M = TypeVar("M", bound=models.Model)
 STAND_IN = 2**31 - 2**10
 #: The ids a query may be called with: a value outside a BIGINT would reach the database.
 ID_RANGE = range(1, 2**63)
+#: How a text parameter's stand-in begins: a character no key the studio looks up holds.
+TEXT_STAND_IN = "\u2042stand-in "
 
 
 @dataclass(frozen=True)
@@ -49,19 +51,27 @@ class _Prepared:
 class CompiledQuery(Generic[M]):
     """The rows of ``build(**ids)`` as model instances, from SQL Django builds once.
 
-    ``build`` makes the queryset from integer keyword arguments (ids); its shape must not
+    ``build`` makes the queryset from integer keyword arguments (ids), and from string ones
+    for the names in ``text`` (a key looked up, such as an API token's); its shape must not
     depend on their values. Every read goes to the database ``build``'s queryset reads from
     (the studio has one).
     """
 
-    def __init__(self, build: Callable[..., models.QuerySet[M]]) -> None:
+    def __init__(
+        self, build: Callable[..., models.QuerySet[M]], *, text: tuple[str, ...] = ()
+    ) -> None:
         self.build = build
+        self.text = frozenset(text)
         self._prepared: dict[tuple[str, ...], _Prepared] = {}
         self._lock = threading.Lock()
 
-    def all(self, **ids: int) -> list[M]:
+    def all(self, **ids: int | str) -> list[M]:
         """The instances, in the queryset's order; none for an id outside a BIGINT."""
         for name, value in ids.items():
+            if name in self.text:
+                if type(value) is not str:
+                    raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+                continue
             if type(value) is not int:  # `in ID_RANGE` would walk the range for a string
                 raise TypeError(f"{name} must be an int, not {type(value).__name__}")
             if value not in ID_RANGE:
@@ -85,7 +95,7 @@ class CompiledQuery(Generic[M]):
             objects.append(obj)
         return cast("list[M]", objects)
 
-    def first(self, **ids: int) -> M | None:
+    def first(self, **ids: int | str) -> M | None:
         """The first instance (slice the queryset to one row in ``build``), or ``None``."""
         found = self.all(**ids)
         return found[0] if found else None
@@ -95,7 +105,10 @@ class CompiledQuery(Generic[M]):
         if found is not None:
             return found
         with self._lock:
-            stand_ins = {name: STAND_IN + k for k, name in enumerate(names)}
+            stand_ins: dict[str, int | str] = {
+                name: f"{TEXT_STAND_IN}{k}" if name in self.text else STAND_IN + k
+                for k, name in enumerate(names)
+            }
             queryset = self.build(**stand_ins)
             compiler = queryset.query.get_compiler(using=queryset.db)
             sql, params = compiler.as_sql()

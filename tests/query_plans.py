@@ -119,3 +119,21 @@ def sorted_reads(queries: list[dict[str, str]]) -> list[str]:
             if child["Node Type"] in ("Sort", "Incremental Sort") and _growing(child)
         ],
     )
+
+
+def orm_built(monkeypatch: Any) -> list[str]:
+    """The compiler class of every statement the ORM builds from now (appended as they run);
+    statements run from SQL built once (:mod:`core.compiled_queries`) are not in it."""
+    from django.db.models.sql import compiler
+
+    built: list[str] = []
+    for name in ("SQLCompiler", "SQLInsertCompiler", "SQLUpdateCompiler"):  # their own
+        cls = getattr(compiler, name)
+        execute = cls.__dict__["execute_sql"]
+
+        def counted(self: Any, *args: Any, _execute: Any = execute, **kwargs: Any) -> Any:
+            built.append(type(self).__name__)
+            return _execute(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "execute_sql", counted)
+    return built

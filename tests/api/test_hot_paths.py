@@ -173,3 +173,20 @@ def test_the_answers_data_is_the_serializers(busy_annotator, client_for) -> None
     assert queue_entry_data(entry, request=None) == QueueEntrySerializer(entry).data
     assert queue_entry_data(entry, request=request)["item"]["media"].startswith("http://")
     assert answered.data == submission_data({"revisions": revisions[1:]})
+
+
+def test_an_api_answer_builds_few_statements_through_the_orm(
+    busy_annotator, client_for, monkeypatch
+) -> None:
+    """As the page's answer (tests/apps/annotations/test_hot_paths.py): only the revision's
+    insert is built through the ORM on each call; the token's read is SQL built once."""
+    from tests.query_plans import orm_built
+
+    study, annotator = busy_annotator
+    client = client_for(annotator)
+    submit(client, next_assignment_id(study, annotator), include_next=True)  # caches filled
+    built = orm_built(monkeypatch)
+    shown = next_assignment_id(study, annotator)
+    built.clear()
+    assert submit(client, shown, include_next=True).status_code == 201
+    assert sorted(built) == ["SQLInsertCompiler"]

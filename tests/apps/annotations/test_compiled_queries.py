@@ -121,3 +121,21 @@ def test_an_id_that_is_not_an_int_is_a_type_error(value):
     )
     with pytest.raises(TypeError, match="pk must be an int"):
         query.all(pk=value, annotator=1)
+
+
+def test_a_text_parameter_takes_strings_and_matches_the_orm():
+    """A key looked up (an API token's) is a text parameter: strings only, as the ORM reads."""
+    from knox.models import AuthToken
+
+    _study, (annotator, other) = running_study(n_items=1, n_annotators=2)
+    mine, _ = AuthToken.objects.create(user=annotator)
+    AuthToken.objects.create(user=other)
+    query = CompiledQuery(
+        lambda key: AuthToken.objects.filter(token_key=key).select_related("user"), text=("key",)
+    )
+    found = query.all(key=mine.token_key)
+    assert [t.digest for t in found] == [mine.digest]
+    assert found[0].user.username == annotator.username
+    assert query.all(key="no-such-key") == []
+    with pytest.raises(TypeError, match="key must be a str"):
+        query.all(key=5)

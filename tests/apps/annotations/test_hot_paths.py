@@ -14,7 +14,7 @@ from django.utils import timezone
 from apps.annotations.models import Assignment
 from tests.apps.annotations.test_views import HTMX, answer, queue_url
 from tests.factories import running_study
-from tests.query_plans import full_scans, sorted_reads
+from tests.query_plans import full_scans, orm_built, sorted_reads
 
 pytestmark = pytest.mark.django_db
 
@@ -92,18 +92,7 @@ ORM_BUILT = ["SQLInsertCompiler"]
 
 
 def test_htmx_answer_builds_few_statements_through_the_orm(client, monkeypatch) -> None:
-    from django.db.models.sql import compiler
-
-    built: list[str] = []
-    for name in ("SQLCompiler", "SQLInsertCompiler", "SQLUpdateCompiler"):  # their own
-        cls = getattr(compiler, name)
-        execute = cls.__dict__["execute_sql"]
-
-        def counted(self, *args, _execute=execute, **kwargs):
-            built.append(type(self).__name__)
-            return _execute(self, *args, **kwargs)
-
-        monkeypatch.setattr(cls, "execute_sql", counted)
+    built = orm_built(monkeypatch)
     study, (annotator, *_) = running_study(n_items=10, n_annotators=2)
     client.force_login(annotator)
     for _ in range(3):
