@@ -15,7 +15,7 @@ from apps.annotations.models import Annotation, AnnotatorProgress, Assignment, R
 from apps.items.models import Item
 from apps.studies.kinds import queue_kinds
 from apps.studies.models import Label, Membership, Question, Study
-from apps.studies.selectors import covering_questions, items_of_any
+from apps.studies.selectors import covering_questions, items_of_any, study_questions_cached
 from core.compiled_queries import CompiledQuery
 from core.types import Account
 
@@ -29,6 +29,16 @@ def queue_questions_of(*, study: Study) -> list[Question]:
     this study object has them already)."""
     known = getattr(study, QUEUE_QUESTIONS, None)
     return list(study.questions.filter(kind__in=queue_kinds())) if known is None else known
+
+
+def queue_questions_cached(*, study: Study) -> list[Question]:
+    """:func:`queue_questions_of` from the per-process cache
+    (:func:`apps.studies.selectors.study_questions_cached`: ``study`` must have been read in
+    this request), kept on ``study`` for the queue's reads that follow."""
+    kinds = set(queue_kinds())
+    queued = [q for q in study_questions_cached(study=study) if q.kind in kinds]
+    setattr(study, QUEUE_QUESTIONS, queued)
+    return queued
 
 
 def queue_item_filter(
@@ -142,9 +152,11 @@ def queue_entry(
 
 
 def queue_next(*, annotator: Account, study: Study) -> dict[str, Any] | None:
-    """:func:`queue_entry` of the annotator's next assignment (with its item): three queries
-    (the queue questions, whose scopes choose the items, the assignment, the progress)."""
-    questions = queue_questions_of(study=study)
+    """:func:`queue_entry` of the annotator's next assignment (with its item): two queries
+    (the assignment, the progress); the queue questions, whose scopes choose the items, are
+    the study object's or the per-process cache's (``study`` read in this request)."""
+    known = getattr(study, QUEUE_QUESTIONS, None)
+    questions = known if known is not None else queue_questions_cached(study=study)
     assignment = assignment_next(annotator=annotator, study=study, questions=questions)
     return queue_entry(annotator=annotator, study=study, assignment=assignment, questions=questions)
 

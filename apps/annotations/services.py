@@ -29,6 +29,7 @@ from apps.annotations.selectors import (
     QUEUE_QUESTIONS,
     answered_latest_first,
     assignments_to_answer,
+    queue_questions_cached,
 )
 from apps.annotations.values import clean_value
 from apps.models_registry.models import Suggestion
@@ -40,7 +41,6 @@ from apps.studies.selectors import (
     items_of_any,
     question_covers,
     study_annotators,
-    study_questions_cached,
 )
 from core.limits import time_spent_check
 from core.locking import locked_get_or_create
@@ -391,15 +391,11 @@ def _assignment_refresh_completion(
 
 def _every_queue_question(*, assignment: Assignment, answered: Collection[Question]) -> bool:
     """Whether ``answered`` holds every queue question of the assignment's study that applies
-    to its item (the study's queue questions are then kept on the study object for the next
-    item's query, as the database path does)."""
-    kinds = set(queue_kinds())
-    queued = [q for q in study_questions_cached(study=assignment.study) if q.kind in kinds]
+    to its item (the study's queue questions, from the per-process cache, are kept on the study
+    object for the next item's query, as the database path does)."""
+    queued = queue_questions_cached(study=assignment.study)
     given = {question.pk for question in answered}
-    if all(question.pk in given for question in covering_questions(queued, assignment.item)):
-        setattr(assignment.study, QUEUE_QUESTIONS, queued)
-        return True
-    return False
+    return all(question.pk in given for question in covering_questions(queued, assignment.item))
 
 
 def annotations_submit(

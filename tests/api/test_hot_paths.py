@@ -28,9 +28,10 @@ from tests.query_plans import full_scans, sorted_reads
 SUBMIT_QUERIES = 8
 # A miss of the questions cache: the questions (with their rules), their labels.
 QUESTIONS_QUERIES = 2
-# The token with its user, the study with the user's role, the queue questions (their scopes
-# choose the queue's items: issue 24), the next assignment, the progress.
-NEXT_QUERIES = 5
+# The token with its user, the study with the user's role, the next assignment, the progress
+# (the queue questions, whose scopes choose the queue's items, come from the per-process
+# questions cache: before, a fifth query built by the ORM on every request).
+NEXT_QUERIES = 4
 # What ``include_next`` adds to an answer: the next assignment and the progress.
 NEXT_IN_ANSWER_QUERIES = 2
 
@@ -179,7 +180,8 @@ def test_an_api_answer_builds_few_statements_through_the_orm(
     busy_annotator, client_for, monkeypatch
 ) -> None:
     """As the page's answer (tests/apps/annotations/test_hot_paths.py): only the revision's
-    insert is built through the ORM on each call; the token's read is SQL built once."""
+    insert is built through the ORM on each call, and nothing on the next item's request; the
+    token's read is SQL built once, the queue questions come from the per-process cache."""
     from tests.query_plans import orm_built
 
     study, annotator = busy_annotator
@@ -190,3 +192,6 @@ def test_an_api_answer_builds_few_statements_through_the_orm(
     built.clear()
     assert submit(client, shown, include_next=True).status_code == 201
     assert sorted(built) == ["SQLInsertCompiler"]
+    built.clear()
+    assert client.get(f"/api/studies/{study.pk}/next/").status_code == 200
+    assert built == []
