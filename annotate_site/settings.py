@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -194,14 +195,24 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # (PoolTimeout after 5 s) without any fault.
 # On SQLite every write waits for the one write lock, and more threads only contend for the
 # GIL while one of them holds it: 2 served 15-60 % more answers per second than 8 at 32
-# clients (docs/benchmarks.md); on PostgreSQL the two measured alike. A streaming response
+# clients (docs/benchmarks.md). On PostgreSQL 4 served as many as 8 with a shorter tail (the
+# page path's p99 at 64 clients lower in all five alternated pairs on two machines: the view
+# threads share one GIL with the thread that renders the dashboards). A streaming response
 # gives its slot back at its first chunk, so slow downloads do not fill the slots.
 _SQLITE = DATABASES["default"]["ENGINE"].endswith("sqlite")
-WEB_THREADS = int(os.environ.get("WEB_THREADS", "2" if _SQLITE else "8"))
+WEB_THREADS = int(os.environ.get("WEB_THREADS", "2" if _SQLITE else "4"))
 ASYNC_THREADS = int(os.environ.get("ASYNC_THREADS", "4"))
+# A process running pytest (not the processes its tests start) serves pages through Django's
+# threaded live server, a thread per browser connection (up to six a page) that WEB_THREADS
+# does not bound, beside its in-process daphne, the test's own thread and the quality thread:
+# on PostgreSQL its pool has room for them (with WEB_THREADS at 4, three browser tests of the
+# full pass waited 5 s for a connection from a pool sized for daphne alone).
+_TEST_SERVERS = 16 if "pytest" in sys.modules and not _SQLITE else 0
 # On SQLite the same number is how many idle connections a process keeps for the next request
 # (annotate_site/sqlite/base.py: opening one costs 0.9 ms of CPU).
-DB_POOL_SIZE = int(os.environ.get("DB_POOL_SIZE", str(WEB_THREADS + ASYNC_THREADS + 1)))
+DB_POOL_SIZE = int(
+    os.environ.get("DB_POOL_SIZE", str(WEB_THREADS + ASYNC_THREADS + 1 + _TEST_SERVERS))
+)
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and DB_POOL_SIZE:
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,

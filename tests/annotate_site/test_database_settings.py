@@ -33,13 +33,13 @@ def test_sqlite_uses_the_backend_that_queues_writers(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("size", "threads", "pool"),
-    [(None, None, 13), (None, "16", 21), ("3", None, 3), ("0", None, None)],
+    [(None, None, 9), (None, "16", 21), ("3", None, 3), ("0", None, None)],
 )
 def test_postgresql_connections_come_from_a_pool_as_large_as_the_threads_using_it(
     tmp_path: Path, size, threads, pool
 ) -> None:
     """By default one connection for each thread that can hold one: WEB_THREADS request slots,
-    ASYNC_THREADS executor threads and the thread-sensitive one (8 + 4 + 1)."""
+    ASYNC_THREADS executor threads and the thread-sensitive one (4 + 4 + 1)."""
     variables = {"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/studio"}
     if size is not None:
         variables["DB_POOL_SIZE"] = size
@@ -72,7 +72,7 @@ def test_each_xdist_worker_tests_on_its_own_sqlite_database_in_memory(monkeypatc
     ("variables", "threads"),
     [
         ({}, 2),  # SQLite: one write lock; more threads only contend for the GIL
-        ({"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/studio"}, 8),
+        ({"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/studio"}, 4),
         ({"WEB_THREADS": "5"}, 5),
     ],
 )
@@ -81,3 +81,21 @@ def test_request_slots_default_to_the_database(tmp_path: Path, variables, thread
     result = manage("shell", "-c", show, env=child_env(tmp_path, **variables))
     assert result.returncode == 0, result.stderr
     assert f"WEB_THREADS={threads}" in result.stdout.splitlines()
+
+
+def test_a_process_running_pytest_has_room_in_its_pool_for_its_live_servers(tmp_path: Path) -> None:
+    """The test process also serves pages through Django's threaded live server (a thread per
+    browser connection, unbounded by WEB_THREADS): a pool sized for daphne alone ran dry in
+    the full PostgreSQL pass. The processes its tests start are served processes: no room."""
+    from tests.annotate_site.helpers import python_code
+
+    code = (
+        "import os, sys; os.environ['DJANGO_SETTINGS_MODULE'] = 'annotate_site.settings';"
+        "{pre}import django; django.setup(); from django.conf import settings;"
+        "print('POOL=%s' % settings.DATABASES['default']['OPTIONS']['pool']['max_size'])"
+    )
+    env = child_env(tmp_path, DATABASE_URL="postgres://postgres@127.0.0.1:5432/studio")
+    served = python_code(code.format(pre=""), env=env)
+    testing = python_code(code.format(pre="import pytest;"), env=env)
+    assert "POOL=9" in served.stdout.splitlines(), served.stderr
+    assert "POOL=25" in testing.stdout.splitlines(), testing.stderr
