@@ -40,23 +40,23 @@ class TokenAuthentication(KnoxTokenAuthentication):
     def authenticate_credentials(self, token: bytes) -> tuple[Any, AuthToken]:
         """knox's check of the presented token (its digest compared in constant time), with
         the token's row read by :data:`_TOKENS`."""
-        refused = exceptions.AuthenticationFailed(_("Invalid token."))
+        message = _("Invalid token.")
         try:
             presented = token.decode("utf-8")
         except UnicodeDecodeError:
-            raise refused from None
+            raise exceptions.AuthenticationFailed(message) from None
         for auth_token in _TOKENS.all(key=presented[: CONSTANTS.TOKEN_KEY_LENGTH]):
             if self._cleanup_token(auth_token):
                 continue
             try:
                 digest = hash_token(presented)
             except (TypeError, binascii.Error):
-                raise refused from None
+                raise exceptions.AuthenticationFailed(message) from None
             if compare_digest(digest, auth_token.digest):
                 if knox_settings.AUTO_REFRESH and auth_token.expiry:
                     self.renew_token(auth_token)
                 return self.validate_user(auth_token)
-        raise refused
+        raise exceptions.AuthenticationFailed(message)
 
     def _cleanup_token(self, auth_token: AuthToken) -> bool:
         """Delete ``auth_token`` and return ``True`` if it has expired."""
