@@ -96,8 +96,8 @@ def _serve() -> None:
             _busy.set()
         try:
             for (queue, key), process in batch:
-                close_old_connections()
-                try:
+                try:  # a connection that cannot be checked fails this job, not the thread
+                    close_old_connections()
                     process(key)
                 except Exception:  # one failing question must not stop the others
                     logger.exception("background %s of %s failed", queue, key)
