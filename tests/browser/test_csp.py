@@ -151,6 +151,10 @@ def test_recorder_and_trace_overlay(watched, sign_in):
         annotator.page.keyboard.press("PageUp")
     recorder = annotator.page.locator("[data-trace-recorder]")
     expect(recorder).to_have_attribute("data-saved-chunks", re.compile("[1-9]"), timeout=8000)
+    # the recording stops before the manager's page reads it: on SQLite's shared in-memory test
+    # database a chunk's write still open locks the table for that read ("database table is
+    # locked", seen in CI on a slow machine)
+    close_contexts([annotator.page.context])
     manager = watched()
     sign_in(manager.page, study.created_by.username)
     manager.page.goto(f"/studies/{study.pk}/traces/{question.key}/")
