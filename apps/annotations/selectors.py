@@ -34,7 +34,11 @@ def queue_questions_of(*, study: Study) -> list[Question]:
 def queue_questions_cached(*, study: Study) -> list[Question]:
     """:func:`queue_questions_of` from the per-process cache
     (:func:`apps.studies.selectors.study_questions_cached`: ``study`` must have been read in
-    this request), kept on ``study`` for the queue's reads that follow."""
+    this request), kept on ``study`` for the queue's reads that follow (none when this study
+    object has them already)."""
+    known = getattr(study, QUEUE_QUESTIONS, None)
+    if known is not None:
+        return known
     kinds = set(queue_kinds())
     queued = [q for q in study_questions_cached(study=study) if q.kind in kinds]
     setattr(study, QUEUE_QUESTIONS, queued)
@@ -155,8 +159,7 @@ def queue_next(*, annotator: Account, study: Study) -> dict[str, Any] | None:
     """:func:`queue_entry` of the annotator's next assignment (with its item): two queries
     (the assignment, the progress); the queue questions, whose scopes choose the items, are
     the study object's or the per-process cache's (``study`` read in this request)."""
-    known = getattr(study, QUEUE_QUESTIONS, None)
-    questions = known if known is not None else queue_questions_cached(study=study)
+    questions = queue_questions_cached(study=study)
     assignment = assignment_next(annotator=annotator, study=study, questions=questions)
     return queue_entry(annotator=annotator, study=study, assignment=assignment, questions=questions)
 
