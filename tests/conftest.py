@@ -32,6 +32,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # default), set for the session so that module-scoped data (``module_db``) has it too
     # (with a function-scoped fixture the permission matrix's set-up took 10.6 s, now 5.7).
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    _flush_keeps_reference_tables()
     database = settings.DATABASES["default"]
     if database["ENGINE"].endswith("postgresql"):
         # A test database needs no durability: commits do not wait for the WAL on disk. The
@@ -44,6 +45,37 @@ def pytest_configure(config: pytest.Config) -> None:
     layer = settings.CHANNEL_LAYERS["default"]
     if worker and layer["BACKEND"].endswith("RedisChannelLayer"):  # the peer layer is per process
         layer["CONFIG"]["prefix"] = f"asgi-{worker}"
+
+
+#: Tables whose rows only ``migrate`` writes (its ``post_migrate`` handlers): the same after
+#: every flush, so a flush keeps them.
+REFERENCE_TABLES = frozenset({"django_content_type", "auth_permission"})
+
+
+def _flush_keeps_reference_tables() -> None:
+    """Empty every table but the content types and permissions after a transactional test.
+
+    Django's flush empties all tables, then sends ``post_migrate``, whose two handlers (the
+    only ones installed: ``create_contenttypes``, ``create_permissions``) write the same rows
+    back: 221 queries instead of 57, 58-62 ms instead of 2-4 on SQLite and 215-253 ms instead
+    of 21-36 on PostgreSQL for each transactional test on the 2026-11-30 machine. Keeping
+    those tables keeps their rows' ids, so ``ContentType``'s cache stays right and the signal
+    has nothing to do; the user and group permission links are emptied with the rest.
+    """
+    from django.core.management.commands import flush
+
+    def sql_flush(style, connection, *, reset_sequences=True, allow_cascade=False):
+        names = connection.introspection.django_table_names(only_existing=True, include_views=False)
+        kept = [table for table in names if table not in REFERENCE_TABLES]
+        return connection.ops.sql_flush(
+            style, kept, reset_sequences=reset_sequences, allow_cascade=allow_cascade
+        )
+
+    def emit_post_migrate_signal(verbosity, interactive, db, **kwargs):
+        """A flush leaves what the handlers write in place."""
+
+    flush.sql_flush = sql_flush
+    flush.emit_post_migrate_signal = emit_post_migrate_signal
 
 
 def _flush_by_delete() -> None:
