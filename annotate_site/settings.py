@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -202,17 +201,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 _SQLITE = DATABASES["default"]["ENGINE"].endswith("sqlite")
 WEB_THREADS = int(os.environ.get("WEB_THREADS", "2" if _SQLITE else "4"))
 ASYNC_THREADS = int(os.environ.get("ASYNC_THREADS", "4"))
-# A process running pytest (not the processes its tests start) serves pages through Django's
-# threaded live server, a thread per browser connection (up to six a page) that WEB_THREADS
-# does not bound, beside its in-process daphne, the test's own thread and the quality thread:
-# on PostgreSQL its pool has room for them (with WEB_THREADS at 4, three browser tests of the
-# full pass waited 5 s for a connection from a pool sized for daphne alone).
-_TEST_SERVERS = 16 if "pytest" in sys.modules and not _SQLITE else 0
 # On SQLite the same number is how many idle connections a process keeps for the next request
 # (annotate_site/sqlite/base.py: opening one costs 0.9 ms of CPU).
-DB_POOL_SIZE = int(
-    os.environ.get("DB_POOL_SIZE", str(WEB_THREADS + ASYNC_THREADS + 1 + _TEST_SERVERS))
-)
+DB_POOL_SIZE = int(os.environ.get("DB_POOL_SIZE", str(WEB_THREADS + ASYNC_THREADS + 1)))
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and DB_POOL_SIZE:
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,

@@ -4,6 +4,7 @@ what keeps pytest-xdist workers apart."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
 from tests.factories import UserFactory, running_study
+from tests.live_server import REQUESTS as LIVE_SERVER_REQUESTS
+from tests.live_server import bounded
 
 # No per-example deadline: property tests check values, and speed goals live in benchmarks/.
 # Hypothesis's 200 ms default failed a one-millisecond example that a busy CI machine delayed.
@@ -39,6 +42,11 @@ def pytest_configure(config: pytest.Config) -> None:
         # transactional tests (browser, live servers) commit often and empty every table
         # after each test; their flushes took several seconds each on a busy machine.
         database.setdefault("OPTIONS", {})["options"] = "-c synchronous_commit=off"
+        # Beside the in-process daphne's threads, which the settings count, the live server's
+        # requests and the test's own thread hold connections.
+        pool = database["OPTIONS"].get("pool")
+        if isinstance(pool, dict):
+            pool["max_size"] += LIVE_SERVER_REQUESTS + 1
         _flush_by_delete()
         _drop_by_force()
     worker = os.environ.get("PYTEST_XDIST_WORKER")
@@ -149,6 +157,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = kept
+
+
+@pytest.fixture(scope="session")
+def live_server(live_server):
+    """pytest-django's live server, running at most ``tests.live_server.REQUESTS`` requests at
+    once (the test process's database pool has room for that many: ``pytest_configure``)."""
+    httpd = live_server.thread.httpd
+    httpd.set_app(bounded(httpd.get_app(), threading.BoundedSemaphore(LIVE_SERVER_REQUESTS)))
+    return live_server
 
 
 @pytest.fixture
