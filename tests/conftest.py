@@ -55,11 +55,6 @@ def pytest_configure(config: pytest.Config) -> None:
         layer["CONFIG"]["prefix"] = f"asgi-{worker}"
 
 
-#: Tables whose rows only ``migrate`` writes (its ``post_migrate`` handlers): the same after
-#: every flush, so a flush keeps them.
-REFERENCE_TABLES = frozenset({"django_content_type", "auth_permission"})
-
-
 def _flush_keeps_reference_tables() -> None:
     """Empty every table but the content types and permissions after a transactional test.
 
@@ -73,8 +68,12 @@ def _flush_keeps_reference_tables() -> None:
     from django.core.management.commands import flush
 
     def sql_flush(style, connection, *, reset_sequences=True, allow_cascade=False):
+        from django.contrib.auth.models import Permission
+        from django.contrib.contenttypes.models import ContentType
+
+        written_by_migrate = {ContentType._meta.db_table, Permission._meta.db_table}
         names = connection.introspection.django_table_names(only_existing=True, include_views=False)
-        kept = [table for table in names if table not in REFERENCE_TABLES]
+        kept = [table for table in names if table not in written_by_migrate]
         return connection.ops.sql_flush(
             style, kept, reset_sequences=reset_sequences, allow_cascade=allow_cascade
         )
