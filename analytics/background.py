@@ -1,6 +1,7 @@
 """The in-process quality worker of a single web process (``QUALITY_UPDATES=thread``).
 
-For a process that serves alone (``manage.py runserver``, an embedding): the commit only
+For a process that serves alone (``uvicorn annotate_site.asgi:application`` alone,
+``manage.py runserver``, an embedding): the commit only
 records the question id and wakes a daemon thread, which takes every question waiting at that
 moment and brings each up to date, so a burst of submissions costs one pass, not one per
 submission. ``serve`` and ``prod`` run the ``worker`` mode instead: the work goes to quality

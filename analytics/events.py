@@ -25,7 +25,7 @@ def layer_sync(method: Callable[P, Awaitable[T]]) -> Callable[P, T]:
     live server's loop, Playwright's sync API) blocks that loop, so the coroutine could never
     run on it (django/channels#1194). There the call runs in a worker thread with an event loop
     of its own while this thread waits, as it would have waited for the loop. Everywhere else
-    it is ``async_to_sync``, which from a ``sync_to_async`` thread (a view under daphne) runs
+    it is ``async_to_sync``, which from a ``sync_to_async`` thread (a view under uvicorn) runs
     the coroutine on the server's loop.
     """
     blocking = async_to_sync(method)

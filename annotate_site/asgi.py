@@ -3,7 +3,7 @@
 In front of both: :class:`~annotate_site.body_limit.BodyLimit` (413 before an oversized body is
 read) and, for HTTP, :class:`~annotate_site.request_slots.RequestSlots` (``WEB_THREADS``
 requests run their view code at once). With ``QUALITY_UPDATES=thread`` (a single process such
-as ``runserver``) the process also runs the quality sweeper
+as ``uvicorn annotate_site.asgi:application``) the process also runs the quality sweeper
 (:func:`analytics.pipeline.quality_sweep`); under ``serve`` and ``prod`` the quality worker
 process does that work (``manage.py quality_worker``).
 """

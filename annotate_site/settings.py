@@ -94,7 +94,6 @@ ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver
 CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -267,8 +266,8 @@ LOGOUT_REDIRECT_URL = "login"
 # LOGIN_FAILURE_LIMIT failures from one IP address (any accounts), or for one account (from any
 # addresses), lock that address or account out until LOGIN_COOLOFF_MINUTES have passed since its
 # last failure; even the right password is refused meanwhile. The page answers 429 and says why.
-# Counts live in the database (`manage.py axes_reset` clears them). Behind a reverse proxy, run
-# daphne with --proxy-headers so that REMOTE_ADDR is the client, not the proxy.
+# Counts live in the database (`manage.py axes_reset` clears them). Behind the reverse proxy, the
+# web processes of `prod` take REMOTE_ADDR from its X-Forwarded-For (docs/deploying.md).
 AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "10"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_COOLOFF_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
@@ -365,7 +364,7 @@ CONTENT_SECURITY_POLICY = {
 # Served through a TLS proxy (docs/deploying.md; on by default in production): plain HTTP is
 # redirected, cookies are HTTPS-only, browsers are told to use HTTPS for a year (HSTS), and the
 # proxy's X-Forwarded-Proto says whether a request came over HTTPS. The proxy must set that
-# header; daphne listens on 127.0.0.1 only, so no client can send it around the proxy.
+# header; the web processes listen on 127.0.0.1 only, so no client can send it around the proxy.
 HTTPS = _env_bool("STUDIO_HTTPS", PRODUCTION)
 SECURE_SSL_REDIRECT = HTTPS
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS

@@ -16,11 +16,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import socket
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import uvicorn
 
 ASGI_APPLICATION = "annotate_site.asgi:application"
+Wrapper = Callable[[Any], Callable[..., Any]]
 
 
 def _loop_factory() -> asyncio.AbstractEventLoop:
@@ -31,11 +34,17 @@ def _loop_factory() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
-def serve(*, fd: int, proxy_headers: bool) -> None:
-    """Serve the studio on the listening socket ``fd`` until SIGTERM or SIGINT."""
-    listener = socket.socket(fileno=fd)
+def serve(
+    listener: socket.socket, *, proxy_headers: bool = False, wrap: Wrapper | None = None
+) -> None:
+    """Serve the studio on ``listener`` until SIGTERM or SIGINT.
+
+    ``wrap`` puts a layer around the application (the browser tests serve the static files
+    with Django's handler). From a thread other than the main one (the browser tests' server)
+    uvicorn leaves the signals alone, and the server serves for as long as the process lives.
+    """
     config = uvicorn.Config(
-        ASGI_APPLICATION,
+        _application(wrap),
         http="httptools",
         ws="websockets-sansio",
         lifespan="off",
@@ -58,6 +67,15 @@ def serve(*, fd: int, proxy_headers: bool) -> None:
         runner.run(main())
 
 
+def _application(wrap: Wrapper | None) -> str | Callable[..., Any]:
+    """The application uvicorn imports, or ``wrap`` around it, imported here."""
+    if wrap is None:
+        return ASGI_APPLICATION
+    from annotate_site.asgi import application
+
+    return wrap(application)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m annotate_site.webserver")
     parser.add_argument("--fd", type=int, required=True, help="an inherited listening socket")
@@ -65,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
         "--proxy-headers", action="store_true", help="trust X-Forwarded-* from 127.0.0.1"
     )
     args = parser.parse_args(argv)
-    serve(fd=args.fd, proxy_headers=args.proxy_headers)
+    serve(socket.socket(fileno=args.fd), proxy_headers=args.proxy_headers)
 
 
 if __name__ == "__main__":

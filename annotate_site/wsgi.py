@@ -1,4 +1,5 @@
-"""WSGI entry point (management and plain-HTTP hosting; the studio itself is served by daphne)."""
+"""WSGI entry point (management and plain-HTTP hosting; the studio itself is served by uvicorn,
+:mod:`annotate_site.webserver`)."""
 
 import os
 

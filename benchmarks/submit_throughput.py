@@ -580,7 +580,7 @@ def main() -> None:
         default="studio",
         help="studio = `annotation-studio serve` (the supervisor, --web uvicorn processes on one "
         "port, --workers quality workers); else --web processes of that server on consecutive "
-        "ports from --port",
+        "ports from --port (daphne, granian, hypercorn: pip install them into the venv first)",
     )
     parser.add_argument(
         "--flat", help="HISTORY:ANSWERS pairs: per-submit CPU in process instead of the load"
@@ -603,6 +603,9 @@ def main() -> None:
     paths = args.path.split(",")
     if args.server != "studio" and args.mode == "worker" and args.workers:
         parser.error("--mode worker with workers needs --server studio (quality_worker processes)")
+    if args.server != "studio" and not Path(SERVERS[args.server][0]).is_file():
+        # the studio serves with uvicorn; the others are for this comparison only
+        parser.error(f"--server {args.server} is not installed: pip install {args.server}")
 
     tmp = Path(tempfile.mkdtemp(prefix="submit-throughput-"))
     setup_django(tmp, fast_passwords=True)

@@ -42,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # transactional tests (browser, live servers) commit often and empty every table
         # after each test; their flushes took several seconds each on a busy machine.
         database.setdefault("OPTIONS", {})["options"] = "-c synchronous_commit=off"
-        # Beside the in-process daphne's threads, which the settings count, the live server's
+        # Beside the in-process web server's threads, which the settings count, the live server's
         # requests and the test's own thread hold connections.
         pool = database["OPTIONS"].get("pool")
         if isinstance(pool, dict):

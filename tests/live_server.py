@@ -5,7 +5,7 @@ a page and more with several pages open, and each thread's request holds a datab
 connection. Unbounded, the test process's PostgreSQL pool ran dry in the full pass (three
 browser tests waited 5 s for a connection). Here at most :data:`REQUESTS` requests run at once
 (the others wait their turn, as behind a web process's ``WEB_THREADS``), and the test process's
-pool has that much room beside what the settings give its in-process daphne
+pool has that much room beside what the settings give its in-process web server
 (``tests/conftest.py``).
 """
 

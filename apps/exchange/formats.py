@@ -286,7 +286,7 @@ def download(
 ) -> StreamingHttpResponse:
     """Stream ``chunks`` as an attachment named ``filename`` of type ``CONTENT_TYPES[fmt]``.
 
-    Under ASGI (daphne) the body is an asynchronous iterator that pulls each chunk from a worker
+    Under ASGI (uvicorn) the body is an asynchronous iterator that pulls each chunk from a worker
     thread (the rows read the database), under WSGI a plain one, so neither server buffers the
     whole file. ``request`` may be a Django or a DRF request.
     """

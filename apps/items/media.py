@@ -118,7 +118,7 @@ def stimulus_file(upload: File, *, kind: str) -> File:
 
 
 class MediaFileResponse(FileResponse):
-    """A file response that ASGI servers (daphne) stream in 64 KiB parts, read in a thread.
+    """A file response that ASGI servers (uvicorn) stream in 64 KiB parts, read in a thread.
 
     Django's own consumes a file's synchronous iterator whole (``list``) before sending it
     under ASGI: every request for a 50 MB video would hold all of it in memory.

@@ -122,7 +122,7 @@ def test_the_production_stack_serves_and_its_workers_analyse(transactional_db, t
     study, annotators = running_study()
     _, token = AuthToken.objects.create(user=annotators[0])
     db = settings.DATABASES["default"]  # the test database, migrated
-    port = free_ports(2)  # WEB_CONCURRENCY=2: daphne on port and port + 1
+    port = free_ports(2)  # WEB_CONCURRENCY=2: web processes on port and port + 1
     stack_env = {
         **PRODUCTION_ENV,
         "DATABASE_URL": f"postgres://{quote(db['USER'])}:{quote(db['PASSWORD'] or '')}@"

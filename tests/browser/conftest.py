@@ -7,6 +7,7 @@ flags that keep it off the network. Without ``/usr/bin/chromium`` the tests are 
 from __future__ import annotations
 
 import os
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,7 +29,7 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-_DAPHNE: dict[str, str] = {}
+_ASGI: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -77,44 +78,39 @@ def open_page(chromium: Browser, live_server) -> Iterator[Callable[..., Page]]:
     close_contexts(contexts)
 
 
-def _start_daphne() -> str:
-    """Start daphne on a free port in a daemon thread; return its base URL."""
-    from daphne.endpoints import build_endpoint_description_strings
-    from daphne.server import Server
+def _start_server() -> str:
+    """Serve the studio as its web processes do, in a daemon thread; return its base URL.
+
+    The listening socket is open before the thread starts, so the first request waits in its
+    backlog rather than failing while uvicorn starts.
+    """
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
-    from annotate_site.asgi import application
+    from annotate_site.webserver import serve
 
-    ready = threading.Event()
-    server = Server(
-        application=ASGIStaticFilesHandler(application),
-        endpoints=build_endpoint_description_strings(host="127.0.0.1", port=0),
-        signal_handlers=False,
-        ready_callable=ready.set,
-    )
-    threading.Thread(target=server.run, daemon=True, name="daphne").start()
-    if not ready.wait(10):
-        raise RuntimeError("daphne did not start")
-    for _ in range(100):
-        if server.listening_addresses:
-            break
-        threading.Event().wait(0.05)
-    host, port = server.listening_addresses[0]
+    listener = socket.create_server(("127.0.0.1", 0))
+    threading.Thread(
+        target=serve,
+        args=(listener,),
+        kwargs={"wrap": ASGIStaticFilesHandler},
+        daemon=True,
+        name="uvicorn",
+    ).start()
+    host, port = listener.getsockname()
     return f"http://{host}:{port}"
 
 
 @pytest.fixture
 def asgi_url(transactional_db) -> str:
-    """The site served by daphne (the production server), for pages that need websockets.
+    """The site served by uvicorn as ``serve`` runs it, for pages that need websockets.
 
-    Daphne runs on 127.0.0.1 in a background thread of the test process: like
+    The server runs on 127.0.0.1 in a background thread of the test process: like
     ``live_server``, it shares the test database (SQLite's shared in-memory database or
-    PostgreSQL). Twisted's reactor runs once per process, so the server lives for the session
-    and every module shares it.
+    PostgreSQL). It lives for the session and every module shares it.
     """
-    if "url" not in _DAPHNE:
-        _DAPHNE["url"] = _start_daphne()
-    return _DAPHNE["url"]
+    if "url" not in _ASGI:
+        _ASGI["url"] = _start_server()
+    return _ASGI["url"]
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ violation, no console error or warning and no uncaught script error.
 Each page is used, not only loaded: the queue and the comparison are answered by keyboard
 (htmx swaps), the recorder records, the dashboard takes a websocket update, an invitation link
 is made and copied, and the API docs render Swagger UI and its operations. The pages come from
-daphne (websockets), with the policy the settings define.
+uvicorn as the studio runs it (websockets), with the policy the settings define.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The quality dashboard in a real browser: a manager watches it update while an annotator works.
 
-Websockets need an ASGI server: the pages come from daphne (``asgi_url``, see conftest.py).
+Websockets need an ASGI server: the pages come from uvicorn as the studio
+runs it (``asgi_url``, see conftest.py).
 """
 
 from __future__ import annotations
