@@ -289,7 +289,8 @@ STATIC_ROOT = LOCAL_DIR / "staticfiles"
 STATICFILES_DIRS = [SITE_FILES_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # whitenoise's compressed copies, made again only for the files that changed
+    "staticfiles": {"BACKEND": "annotate_site.static_storage.ChangedOnlyCompressedStorage"},
 }
 MEDIA_URL = "media/"  # not served as such: apps.items serves each stimulus to members only
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", LOCAL_DIR / "media"))

@@ -37,5 +37,6 @@ def test_a_web_process_never_imports_scikit_learn(tmp_path: Path):
 def test_a_web_process_loads_no_second_web_server(tmp_path: Path):
     """The studio serves with uvicorn (``annotate_site.webserver``); daphne, kept as an app for
     ``runserver``, brought Twisted into every process: 0.34-0.44 s of each start-up (``check``
-    2.8 -> 2.45 s), and 15 packages (65 MB, cryptography among them) into every ``pip install .``."""
+    2.8 -> 2.45 s), and 15 packages (65 MB, cryptography among them) into every
+    ``pip install .``."""
     assert _loaded(tmp_path, ("daphne", "twisted", "autobahn")) == []
