@@ -1,9 +1,9 @@
 """The static files' storage: whitenoise's compressed copies, made again only for what changed.
 
-``collectstatic`` copies only the files whose source is newer, but hands every file it found to
-the storage's ``post_process``, and whitenoise's :class:`CompressedStaticFilesStorage`
-compresses each one again (gzip at level 9, and brotli): about 18 MB of files on every
-``serve`` and ``prod`` start, with nothing changed (whitenoise issues #250 and #279).
+``collectstatic`` copies only the files whose source is newer, but hands every file it found
+to the storage's ``post_process``, and whitenoise's :class:`CompressedStaticFilesStorage`
+compresses each one again (gzip at level 9, and brotli where installed): about 18 MB of files
+on every ``serve`` and ``prod`` start, with nothing changed (whitenoise issues #250 and #279).
 """
 
 from __future__ import annotations

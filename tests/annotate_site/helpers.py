@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 # What a deployment sets (docs/deploying.md); DATABASE_URL/REDIS_URL are added where needed.
@@ -48,6 +50,20 @@ def python_code(
 ) -> subprocess.CompletedProcess[str]:
     """``python -c CODE`` in this checkout, output captured."""
     return _python("-c", code, env=env, cwd=cwd, timeout=timeout)
+
+
+def settings_value(expression: str, *, env: dict[str, str], before: str = "") -> Any:
+    """``expression`` (of ``settings``), read in a child process that imports the settings
+    alone, after running ``before``: the apps are not loaded (about 0.3 s a process, against
+    2.5 s for ``manage.py shell``, which loads every app and the metrics library)."""
+    code = (
+        f"import json, os; {before}os.environ['DJANGO_SETTINGS_MODULE'] = 'annotate_site.settings';"
+        f"from django.conf import settings; print('VALUE=' + json.dumps({expression}, default=str))"
+    )
+    result = python_code(code, env=env)
+    assert result.returncode == 0, result.stderr
+    line = next(ln for ln in result.stdout.splitlines() if ln.startswith("VALUE="))
+    return json.loads(line.removeprefix("VALUE="))
 
 
 def _python(

@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.annotate_site.helpers import child_env, manage
+from tests.annotate_site.helpers import child_env, settings_value
 
 pytestmark = pytest.mark.own_processes  # the same on every test database
 
-SHOW = (
-    "from django.conf import settings; import json; "
-    "print('DATABASES=' + json.dumps(settings.DATABASES, default=str))"
-)
-
 
 def databases(tmp_path: Path, **variables: str) -> dict:
-    result = manage("shell", "-c", SHOW, env=child_env(tmp_path, **variables))
-    assert result.returncode == 0, result.stderr
-    line = next(ln for ln in result.stdout.splitlines() if ln.startswith("DATABASES="))
-    return json.loads(line.removeprefix("DATABASES="))["default"]
+    return settings_value("settings.DATABASES", env=child_env(tmp_path, **variables))["default"]
 
 
 def test_sqlite_uses_the_backend_that_queues_writers(tmp_path: Path) -> None:
@@ -45,7 +36,7 @@ def test_postgresql_connections_come_from_a_pool_as_large_as_the_threads_using_i
         variables["DB_POOL_SIZE"] = size
     if threads is not None:
         variables["WEB_THREADS"] = threads
-    default = databases(tmp_path, **variables)  # one child process: 2 s
+    default = databases(tmp_path, **variables)
     assert default.get("OPTIONS", {}).get("pool", {}).get("max_size") == pool
     assert default["CONN_MAX_AGE"] == 0
 
@@ -77,24 +68,13 @@ def test_each_xdist_worker_tests_on_its_own_sqlite_database_in_memory(monkeypatc
     ],
 )
 def test_request_slots_default_to_the_database(tmp_path: Path, variables, threads) -> None:
-    show = "from django.conf import settings; print('WEB_THREADS=%d' % settings.WEB_THREADS)"
-    result = manage("shell", "-c", show, env=child_env(tmp_path, **variables))
-    assert result.returncode == 0, result.stderr
-    assert f"WEB_THREADS={threads}" in result.stdout.splitlines()
+    assert settings_value("settings.WEB_THREADS", env=child_env(tmp_path, **variables)) == threads
 
 
 def test_the_pool_is_the_same_in_a_process_that_imported_pytest(tmp_path: Path) -> None:
     """The settings size a process's pool by its threads alone: a process that imported pytest
     gets no more (the test process adds room for its own live server in tests/conftest.py)."""
-    from tests.annotate_site.helpers import python_code
-
-    code = (
-        "import os, sys; os.environ['DJANGO_SETTINGS_MODULE'] = 'annotate_site.settings';"
-        "{pre}import django; django.setup(); from django.conf import settings;"
-        "print('POOL=%s' % settings.DATABASES['default']['OPTIONS']['pool']['max_size'])"
-    )
+    pool = "settings.DATABASES['default']['OPTIONS']['pool']['max_size']"
     env = child_env(tmp_path, DATABASE_URL="postgres://postgres@127.0.0.1:5432/studio")
-    served = python_code(code.format(pre=""), env=env)
-    testing = python_code(code.format(pre="import pytest;"), env=env)
-    assert "POOL=9" in served.stdout.splitlines(), served.stderr
-    assert "POOL=9" in testing.stdout.splitlines(), testing.stderr
+    assert settings_value(pool, env=env) == 9
+    assert settings_value(pool, env=env, before="import pytest; ") == 9

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.annotate_site.helpers import PRODUCTION_ENV, child_env, manage, python_code
+from tests.annotate_site.helpers import (
+    PRODUCTION_ENV,
+    child_env,
+    manage,
+    python_code,
+    settings_value,
+)
 
 pytestmark = pytest.mark.own_processes  # the same on every test database
 
@@ -40,16 +46,8 @@ def test_production_refuses_debug_pages(tmp_path: Path):
 def test_local_settings_stay_on_plain_http(tmp_path: Path):
     """``./studio serve`` serves http://127.0.0.1: no redirect, no HSTS, no secure cookies."""
     names = ["SECURE_SSL_REDIRECT", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE"]
-    code = f"from django.conf import settings as s; print([getattr(s, n) for n in {names}])"
-    result = manage(
-        "shell",
-        "--no-imports",
-        "-c",
-        code + "; print(s.SECURE_HSTS_SECONDS)",
-        env=child_env(tmp_path),
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["[False,", "False,", "False]", "0"]
+    expression = f"[getattr(settings, n) for n in {names}] + [settings.SECURE_HSTS_SECONDS]"
+    assert settings_value(expression, env=child_env(tmp_path)) == [False, False, False, 0]
 
 
 def test_the_local_directory_and_its_files_are_private(tmp_path: Path):
