@@ -15,8 +15,8 @@ STORAGE = "annotate_site.static_storage.ChangedOnlyCompressedStorage"
 
 @pytest.fixture
 def collect(tmp_path: Path, settings, monkeypatch):
-    """Collect ``tmp_path/src`` into ``tmp_path/root`` with the site's storage; return the
-    number of files compressed by each call."""
+    """Collect ``tmp_path/src`` into ``tmp_path/root`` with the site's storage: the source
+    directory, the root, and ``run()``, which collects and names the files it compressed."""
     source = tmp_path / "src"
     source.mkdir()
     settings.STATICFILES_DIRS = [source]
