@@ -20,18 +20,22 @@ from apps.studies.api.views import MembershipViewSet, QuestionViewSet, StudyView
 IN_STUDY = r"studies/(?P<study_pk>[^/.]+)"
 
 router = DefaultRouter()
+# An annotator's answer loop first (answer, next item, judgement, arena vote, trace chunks):
+# the resolver tries the routes in the order registered, so these are found after a handful
+# of patterns, not behind the manager's 80 (tests/annotate_site/test_urls.py). No two routes
+# match the same path, so the order changes no match.
+router.register("annotations", AnnotationViewSet, basename="annotation")
+router.register(IN_STUDY, StudyAnnotationViewSet, basename="study-annotation")
+router.register("judgements", JudgementViewSet, basename="judgement")
+router.register(f"{IN_STUDY}/pairs", StudyPairViewSet, basename="study-pair")
+router.register(f"{IN_STUDY}/arena", StudyArenaViewSet, basename="study-arena")
+router.register(f"{IN_STUDY}/traces", TraceViewSet, basename="study-trace")
 router.register("auth/tokens", TokenViewSet, basename="api-token-info")
 router.register("studies", StudyViewSet, basename="study")
-router.register(IN_STUDY, StudyAnnotationViewSet, basename="study-annotation")
 router.register(f"{IN_STUDY}/questions", QuestionViewSet, basename="study-question")
 router.register(f"{IN_STUDY}/items", ItemViewSet, basename="study-item")
 router.register(f"{IN_STUDY}/memberships", MembershipViewSet, basename="study-membership")
 router.register(f"{IN_STUDY}/invitations", InvitationViewSet, basename="study-invitation")
-router.register("annotations", AnnotationViewSet, basename="annotation")
-router.register(f"{IN_STUDY}/pairs", StudyPairViewSet, basename="study-pair")
-router.register("judgements", JudgementViewSet, basename="judgement")
-router.register(f"{IN_STUDY}/arena", StudyArenaViewSet, basename="study-arena")
-router.register(f"{IN_STUDY}/traces", TraceViewSet, basename="study-trace")
 router.register(f"{IN_STUDY}/model-runs", ModelRunViewSet, basename="study-model-run")
 router.register(
     f"{IN_STUDY}/model-endpoints", ModelEndpointViewSet, basename="study-model-endpoint"

@@ -16,23 +16,10 @@ from annotate_site.api_router import router
 from apps.accounts.api.views import TokenLoginView, TokenLogoutAllView, TokenLogoutView
 
 urlpatterns = [
-    path("", include("apps.studies.urls")),
-    path("", include("apps.annotations.urls")),
-    path("", include("apps.preferences.urls")),
-    path("", include("apps.arena.urls")),
-    path("", include("apps.continuous.urls")),
-    path("", include("apps.items.urls")),
-    path("", include("apps.accounts.urls")),
-    path("", include("analytics.urls")),
-    path("", include("apps.adjudication.urls")),
-    path("", include("apps.models_registry.urls")),
-    path("", include("apps.recruitment.urls")),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("admin/", admin.site.urls),
-    # Pages link the icon; this answers clients that ask for /favicon.ico without looking
-    # (resolved per request: the static manifest need not exist when the URLs are imported).
-    path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("img/favicon.svg"))),
+    # The API first: Django tries the patterns in order and lists, for every include it
+    # descends into without a match, all it tried. Behind the 11 page includes, each API
+    # request walked them all (tests/annotate_site/test_urls.py). No page route starts
+    # with "api/", so the order changes no match.
     path("api/auth/token/", TokenLoginView.as_view(), name="api-token"),
     path("api/auth/logout/", TokenLogoutView.as_view(), name="api-logout"),
     path("api/auth/logoutall/", TokenLogoutAllView.as_view(), name="api-logout-all"),
@@ -45,6 +32,24 @@ urlpatterns = [
         name="api-docs",
     ),
     path("api/", include(router.urls)),
+    # Then the annotator's pages, then the manager's (no two page routes match one path).
+    path("", include("apps.annotations.urls")),
+    path("", include("apps.preferences.urls")),
+    path("", include("apps.arena.urls")),
+    path("", include("apps.continuous.urls")),
+    path("", include("apps.studies.urls")),
+    path("", include("apps.items.urls")),
+    path("", include("apps.accounts.urls")),
+    path("", include("analytics.urls")),
+    path("", include("apps.adjudication.urls")),
+    path("", include("apps.models_registry.urls")),
+    path("", include("apps.recruitment.urls")),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    # Pages link the icon; this answers clients that ask for /favicon.ico without looking
+    # (resolved per request: the static manifest need not exist when the URLs are imported).
+    path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("img/favicon.svg"))),
 ]
 
 # A database that cannot be reached answers 503 with Retry-After, not the generic 500 page.
