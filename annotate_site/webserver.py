@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import socket
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -67,6 +68,25 @@ def serve(
         runner.run(main())
 
 
+def preload() -> None:
+    """Import the application and every view its URLs route to, then freeze what that
+    allocated (:func:`gc.freeze`): a web process does this before it serves.
+
+    A loaded web process tracks about 174,000 objects (modules, classes, templates, URL
+    patterns) that live as long as it does, and each full collection scanned them all: 94 ms
+    with the GIL held, every request waiting. Frozen, the collector skips them (32 clients,
+    alternated runs: p99 212-300 -> 163-231 ms on the page, 173-227 -> 108-134 ms on the
+    classic API loop; the rates were within the noise). Not done by :func:`serve`, which the
+    browser tests run in a thread of their own process.
+    """
+    from django.urls import get_resolver
+
+    import annotate_site.asgi  # noqa: F401 (Django set up, the application built)
+
+    get_resolver().url_patterns  # noqa: B018 (imports the URL conf and every view now)
+    gc.freeze()
+
+
 def _application(wrap: Wrapper | None) -> str | Callable[..., Any]:
     """The application uvicorn imports, or ``wrap`` around it, imported here."""
     if wrap is None:
@@ -83,6 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         "--proxy-headers", action="store_true", help="trust X-Forwarded-* from 127.0.0.1"
     )
     args = parser.parse_args(argv)
+    preload()
     serve(socket.socket(fileno=args.fd), proxy_headers=args.proxy_headers)
 
 
