@@ -31,7 +31,7 @@ class Command(BaseCommand):
         settings.QUALITY_UPDATES = "inline"  # this process is where the updates run
         settings.QUALITY_SLOW_WORK_APART = True  # bootstraps, forecasts beside the passes
         # what Django and the apps loaded lives as long as the process: the collector's full
-        # passes skip it (annotate_site.webserver.load says why)
+        # passes skip it (annotate_site.webserver.preload says why)
         gc.freeze()
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
