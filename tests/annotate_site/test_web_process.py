@@ -1,9 +1,11 @@
-"""What a web process loads: not the quality worker's heavy libraries."""
+"""What a web process loads before it serves (not the quality worker's heavy libraries), and that
+it freezes what it loaded."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,20 +13,27 @@ from tests.annotate_site.helpers import child_env, python_code
 
 pytestmark = pytest.mark.own_processes  # the same on every test database
 
-LOADED = """
-import json, os, sys
+READY = """
+import gc, json, os, sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate_site.settings")
-import annotate_site.asgi, annotate_site.urls  # the application and every view it routes to
-print(json.dumps(sorted(m for m in {modules!r} if m in sys.modules)))
+from annotate_site.webserver import preload
+preload()  # what a web process does before it serves
+print(json.dumps({report}))
 """
 
 
-def _loaded(tmp_path: Path, modules: tuple[str, ...]) -> list[str]:
-    """Which of ``modules`` a web process of the worker mode has imported once it can serve."""
-    code = LOADED.format(modules=modules)
+def _web_process(tmp_path: Path, report: str) -> Any:
+    """``report`` (a Python expression) in a web process of the worker mode, read once it
+    can serve: after :func:`annotate_site.webserver.preload`."""
+    code = READY.format(report=report)
     result = python_code(code, env=child_env(tmp_path, QUALITY_UPDATES="worker"))
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.splitlines()[-1])
+
+
+def _loaded(tmp_path: Path, modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a web process has imported once it can serve."""
+    return _web_process(tmp_path, f"sorted(m for m in {modules!r} if m in sys.modules)")
 
 
 def test_a_web_process_never_imports_scikit_learn(tmp_path: Path):
@@ -42,21 +51,10 @@ def test_a_web_process_loads_no_second_web_server(tmp_path: Path):
     assert _loaded(tmp_path, ("daphne", "twisted", "autobahn")) == []
 
 
-FROZEN = """
-import gc, json, os
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotate_site.settings")
-from annotate_site.webserver import preload
-preload()
-print(json.dumps([gc.get_freeze_count(), len(gc.get_objects())]))
-"""
-
-
 def test_a_web_process_freezes_what_it_loaded_before_it_serves(tmp_path: Path):
     """A loaded web process tracks about 174,000 objects that live as long as it does; each
     full collection scanned them all (94 ms, the GIL held, every request waiting). Frozen,
     the collector leaves them alone (``annotate_site.webserver.preload``)."""
-    result = python_code(FROZEN, env=child_env(tmp_path, QUALITY_UPDATES="worker"))
-    assert result.returncode == 0, result.stderr
-    frozen, tracked = json.loads(result.stdout.splitlines()[-1])
+    frozen, tracked = _web_process(tmp_path, "[gc.get_freeze_count(), len(gc.get_objects())]")
     assert frozen > 100_000
     assert tracked < frozen / 20
