@@ -211,6 +211,18 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql") and DB_POOL_SIZE:
         # 503 with Retry-After instead of hanging (errors.py)
         "timeout": 5,
     }
+# PostgreSQL parses and plans each statement it is sent as text: in a 64-client run planning
+# took more of its time than executing (4.2 s against 3.4 s; the answer's six-table read of
+# the assignment 0.56 ms to plan, 0.16 ms to run). Parameters bound on the server let psycopg
+# prepare a statement after DB_PREPARE_THRESHOLD runs on a connection; PostgreSQL then runs it
+# from a cached generic plan. PostgreSQL's CPU per answer fell from 4.0 to 2.3 ms. Django
+# leaves preparing off for connection poolers: behind PgBouncer in transaction mode older than
+# 1.21 (or without max_prepared_statements) set DB_PREPARE_THRESHOLD=0.
+DB_PREPARE_THRESHOLD = int(os.environ.get("DB_PREPARE_THRESHOLD", "5"))
+if DATABASES["default"]["ENGINE"].endswith("postgresql") and DB_PREPARE_THRESHOLD:
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        server_side_binding=True, prepare_threshold=DB_PREPARE_THRESHOLD
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")

@@ -41,6 +41,35 @@ def test_postgresql_connections_come_from_a_pool_as_large_as_the_threads_using_i
     assert default["CONN_MAX_AGE"] == 0
 
 
+@pytest.mark.parametrize(
+    ("threshold", "options"),
+    [
+        (None, {"server_side_binding": True, "prepare_threshold": 5}),
+        ("2", {"server_side_binding": True, "prepare_threshold": 2}),
+        ("0", {}),  # behind a pooler that cannot keep prepared statements: Django's default
+    ],
+)
+def test_postgresql_prepares_repeated_statements_unless_told_not_to(
+    tmp_path: Path, threshold, options
+) -> None:
+    """Parameters are bound on the server, so that psycopg can prepare a statement run
+    ``DB_PREPARE_THRESHOLD`` times on a connection (tests/api/test_hot_paths.py checks that the
+    answer's statements are prepared and planned once); 0 leaves both off, as Django does."""
+    variables = {"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/studio"}
+    if threshold is not None:
+        variables["DB_PREPARE_THRESHOLD"] = threshold
+    given = databases(tmp_path, **variables)["OPTIONS"]
+    assert {k: given[k] for k in ("server_side_binding", "prepare_threshold") if k in given} == (
+        options
+    )
+
+
+def test_sqlite_has_no_statement_preparing_options(tmp_path: Path) -> None:
+    options = databases(tmp_path, DB_PREPARE_THRESHOLD="5")["OPTIONS"]
+    assert "server_side_binding" not in options
+    assert "prepare_threshold" not in options
+
+
 def test_each_xdist_worker_tests_on_its_own_sqlite_database_in_memory(monkeypatch) -> None:
     """pytest-django gives each pytest-xdist worker a test database of its own by suffixing its
     name (``_gw0``); it knows SQLite by Django's engine name only, so for the studio's engine

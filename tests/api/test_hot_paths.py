@@ -195,3 +195,36 @@ def test_an_api_answer_builds_few_statements_through_the_orm(
     built.clear()
     assert client.get(f"/api/studies/{study.pk}/next/").status_code == 200
     assert built == []
+
+
+@pytest.mark.postgres
+def test_postgresql_plans_the_answers_statements_once_per_connection(
+    busy_annotator, client_for
+) -> None:
+    """On PostgreSQL an answer's statements are prepared on the connection after a few runs and
+    then mostly executed from a generic plan, not parsed and planned on every answer: planning
+    took more of PostgreSQL's time than executing (4.2 s against 3.4 s in a 64-client run; the
+    assignment's six-table read 0.56 ms to plan, 0.16 ms to run). Django turns psycopg's
+    preparing off unless the settings ask for it (annotate_site/settings.py). PostgreSQL plans a
+    prepared statement's first five runs for their parameters, then keeps a generic plan
+    unless it estimates it dearer."""
+    study, annotator = busy_annotator
+    client = client_for(annotator)
+    for _ in range(12):
+        shown = next_assignment_id(study, annotator)
+        assert submit(client, shown, include_next=True).status_code == 201
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+        prepared = {statement: (generic, custom) for statement, generic, custom in cursor}
+    lookup = [s for s in prepared if '"studies_membership"' in s and "annotations_assignment" in s]
+    assert lookup, list(prepared)
+    writes = (
+        'INSERT INTO "annotations_annotation"',
+        'INSERT INTO "annotations_revision"',
+        'UPDATE "annotations_annotation" SET "current_revision_id"',
+        'UPDATE "annotations_assignment" SET "completed_at"',
+    )
+    generic = {
+        w: max((g for s, (g, _) in prepared.items() if s.startswith(w)), default=-1) for w in writes
+    }
+    assert all(plans >= 1 for plans in generic.values()), generic
