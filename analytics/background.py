@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +39,21 @@ _busy = threading.Event()
 _wake = threading.Condition()
 _thread: threading.Thread | None = None
 _sweeper: threading.Thread | None = None
+# The nice value the thread takes when it starts (:func:`lower_priority`).
+_niceness = 0
+
+
+def lower_priority(niceness: int) -> None:
+    """Run this process's background thread at the CPU priority ``niceness`` (Linux nice,
+    0-19), from its next start; the process's other threads keep theirs.
+
+    The quality worker lowers its slow-work thread so (``QUALITY_SLOW_WORK_NICE``): a
+    bootstrap took a core for seconds while 64 annotators waited on the web processes
+    (issue 22). Linux schedules each thread on its own, so only that thread yields; elsewhere
+    (where a thread has no priority of its own) nothing changes.
+    """
+    global _niceness
+    _niceness = max(0, min(19, niceness))
 
 
 def enqueue(
@@ -89,6 +106,9 @@ def idle(timeout: float = 10.0) -> bool:
 
 
 def _serve() -> None:
+    if _niceness and sys.platform == "linux":
+        # raising the nice value needs no privilege; a thread id is a task id on Linux
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _niceness)
     while True:
         with _wake:
             _wake.wait_for(lambda: bool(_waiting))

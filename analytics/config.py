@@ -69,7 +69,7 @@ class QualityConfig:
 
 
 def duty_rest(took: float, duty: float) -> float:
-    """Seconds that slow work which took ``took`` seconds rests before it runs again, so that
+    """Seconds that slow work which took ``took`` CPU seconds rests before it runs again, so that
     it keeps at most ``duty`` of a core busy however its cost grows: ``took / duty`` (0 for a
     ``duty`` of 0: no rest). The intervals (``QUALITY_INTERVAL_DUTY``) and the disagreement
     forecast (``QUALITY_FORECAST_DUTY``) rest so."""

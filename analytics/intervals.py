@@ -65,17 +65,19 @@ class IntervalSet:
     samples: Mapping[str, Any] = field(default_factory=dict)
     notes: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
     pairs: Sequence[Mapping[str, Any]] = ()
-    #: Wall seconds the estimators took (set by :func:`intervals_compute`).
+    #: CPU seconds the estimators took on their thread (set by :func:`intervals_compute`):
+    #: not wall seconds, which a thread at a low priority (``QUALITY_SLOW_WORK_NICE``) spends
+    #: mostly waiting for a core under load.
     took: float = 0.0
 
 
 def intervals_compute(kind: QuestionKind, question: Question) -> IntervalSet | None:
-    """The kind's intervals of ``question``, with the time they took (``None``: none)."""
-    started = time.perf_counter()
+    """The kind's intervals of ``question``, with the CPU time they took (``None``: none)."""
+    started = time.thread_time()
     found = kind.intervals(question)
     if not isinstance(found, IntervalSet):
         return None
-    return dataclasses.replace(found, took=time.perf_counter() - started)
+    return dataclasses.replace(found, took=time.thread_time() - started)
 
 
 def intervals_rest(last: Mapping[str, Any], *, duty: float) -> float:

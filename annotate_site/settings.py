@@ -464,16 +464,16 @@ QUALITY_DS_INTERVAL = int(os.environ.get("QUALITY_DS_INTERVAL", "0"))
 # Dawid-Skene aggregation, a cross-validated fit and a write of a row per unanswered item
 # (about 300 ms of the quality worker's pass for 2,000 items), which every pass paid.
 QUALITY_FORECAST_INTERVAL = float(os.environ.get("QUALITY_FORECAST_INTERVAL", "30"))
-# ... and never sooner than the last retraining's time divided by this share (0.1: one that
-# took 5 s rests 50 s), so it keeps at most a tenth of a core busy however large the question
+# ... and never sooner than the last retraining's CPU time divided by this share (0.1: one
+# that took 5 s rests 50 s), so it keeps at most a tenth of a core busy however large the question
 # grows (0 = no such rest), as QUALITY_INTERVAL_DUTY does for the intervals.
 QUALITY_FORECAST_DUTY = float(os.environ.get("QUALITY_FORECAST_DUTY", "0.1"))
 # Confidence intervals of the indicators (bootstrap and analytic, seconds of work on a large
 # question): recomputed by the quality processing at most every N seconds per question and
 # carried forward in between (0 = never).
 QUALITY_INTERVAL_SECONDS = int(os.environ.get("QUALITY_INTERVAL_SECONDS", "120"))
-# ... and never sooner than the last computation's time divided by this share (0.1: a set that
-# took 4 s rests 40 s), so the intervals keep at most a tenth of a core busy however large the
+# ... and never sooner than the last computation's CPU time divided by this share (0.1: a set
+# that took 4 s rests 40 s), so the intervals keep at most a tenth of a core busy however large the
 # question grows (0 = no such rest).
 QUALITY_INTERVAL_DUTY = float(os.environ.get("QUALITY_INTERVAL_DUTY", "0.1"))
 # Whether the slow work that follows a quality update runs on a thread of its own beside the
@@ -482,6 +482,10 @@ QUALITY_INTERVAL_DUTY = float(os.environ.get("QUALITY_INTERVAL_DUTY", "0.1"))
 # (apps.adjudication). The quality worker sets it, so seconds of either never hold the other
 # questions' live updates and pushes.
 QUALITY_SLOW_WORK_APART = False
+# The CPU priority of that thread in the quality worker (a Linux nice value, 0-19; 0 = the
+# same as the live updates): at 19 the bootstraps and retrainings run on whatever CPU the web
+# processes and the live updates leave, so a launch's load is served first (issue 22).
+QUALITY_SLOW_WORK_NICE = int(os.environ.get("QUALITY_SLOW_WORK_NICE", "19"))
 # How long a web process reuses an arena question's pooled reads (every vote and prompt, the
 # Bradley-Terry fit) to choose annotators' next pairs (apps/arena/selectors.py); 0: never.
 ARENA_POOL_SECONDS = float(os.environ.get("ARENA_POOL_SECONDS", "5"))

@@ -151,11 +151,11 @@ def disagreement_forecast_train(*, question: Question) -> DisagreementForecast |
     """
     if question.kind != Question.Kind.CATEGORICAL:
         return None
-    started = time.perf_counter()
+    started = time.thread_time()
     try:
         return _forecast_fit(question)
     finally:
-        _FORECAST_TOOK[question.pk] = time.perf_counter() - started
+        _FORECAST_TOOK[question.pk] = time.thread_time() - started
 
 
 def _forecast_fit(question: Question) -> DisagreementForecast | None:
@@ -244,7 +244,7 @@ def _forecast_retrain(question_id: int) -> None:
 # question id -> monotonic time of this process's last try of a question without a forecast
 # (fewer than MIN_TRAIN items answered twice: nothing stored to tell when it was tried)
 _FORECAST_TRIED: dict[int, float] = {}
-# question id -> wall seconds this process's last retraining of its forecast took
+# question id -> CPU seconds this process's last retraining of its forecast took (on its thread)
 _FORECAST_TOOK: dict[int, float] = {}
 
 

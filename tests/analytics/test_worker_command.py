@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management import call_command
 
+from analytics import background
 from analytics.management.commands import quality_worker
 
 
@@ -33,3 +34,22 @@ def test_the_worker_freezes_what_it_loaded_before_its_passes(monkeypatch, settin
         gc.unfreeze()
     assert len(frozen) == 1
     assert frozen[0] > 10_000
+
+
+def test_the_worker_runs_its_slow_work_at_the_priority_the_settings_give(
+    monkeypatch, settings
+) -> None:
+    """The bootstraps and retrainings take the CPU the web processes and the live updates
+    leave (``QUALITY_SLOW_WORK_NICE``; tests/analytics/test_background.py checks the thread)."""
+    settings.QUALITY_UPDATES = settings.QUALITY_UPDATES
+    settings.QUALITY_SLOW_WORK_APART = settings.QUALITY_SLOW_WORK_APART
+    settings.QUALITY_SLOW_WORK_NICE = 12
+    monkeypatch.setattr(signal, "signal", lambda *args: None)
+    monkeypatch.setattr(quality_worker, "quality_worker_run", lambda **kwargs: 0)
+    lowered: list[int] = []
+    monkeypatch.setattr(background, "lower_priority", lowered.append)
+    try:
+        call_command("quality_worker", interval=0.01)
+    finally:
+        gc.unfreeze()
+    assert lowered == [12]

@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from analytics import background
 from analytics.worker import quality_worker_run
 
 
@@ -30,6 +31,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, interval: float, **options: Any) -> None:
         settings.QUALITY_UPDATES = "inline"  # this process is where the updates run
         settings.QUALITY_SLOW_WORK_APART = True  # bootstraps, forecasts beside the passes
+        background.lower_priority(settings.QUALITY_SLOW_WORK_NICE)  # ... on the CPU left over
         # what Django and the apps loaded lives as long as the process: the collector's full
         # passes skip it (annotate_site.webserver.preload says why)
         gc.freeze()
