@@ -27,6 +27,7 @@ import textwrap
 from pathlib import Path
 from typing import NoReturn
 
+from annotate_site.connection_balance import create_table
 from annotate_site.supervisor import Program, Supervisor
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -126,7 +127,10 @@ def supervise(*, port: int, proxy_headers: bool) -> int:
     connections (measured: one process at 88 % of a core, the other idle; 128 answers/s against
     174 spread). The sockets are opened here and kept for the supervisor's life, so the
     connections that reach a process that crashed wait in its socket's queue for its restart
-    (about 2 s) instead of being reset. Elsewhere the processes share one socket.
+    (about 2 s) instead of being reset. Elsewhere the processes share one socket. A keep-alive
+    connection stays on the process it reached, so the web processes even out their shares
+    through a table of their connection counts in the supervisor's private directory
+    (:mod:`annotate_site.connection_balance`).
     """
     web, workers = _env_int("WEB_CONCURRENCY", 2), _env_int("QUALITY_WORKERS", 1)
     spread = sys.platform == "linux"
@@ -138,16 +142,23 @@ def supervise(*, port: int, proxy_headers: bool) -> int:
     fds = [listener.fileno() for listener in listeners] * (1 if spread else web)
     web_command = [sys.executable, "-m", "annotate_site.webserver"]
     web_command += ["--proxy-headers"] * proxy_headers
-    programs = [
-        Program(f"web.{n}", [*web_command, "--fd", str(fd)], (fd,))
-        for n, fd in enumerate(fds, start=1)
-    ]
-    worker_command = [sys.executable, "-m", "annotate_site", "quality_worker"]
-    programs += [Program(f"quality.{n}", worker_command) for n in range(1, workers + 1)]
     print(f"{web} web process(es), {workers} quality worker(s).", flush=True)
-    # without Redis the processes share their dashboard pushes through this private directory
-    with tempfile.TemporaryDirectory(prefix="studio-peers-") as peers:
-        env = {**os.environ, "QUALITY_UPDATES": "worker", "STUDIO_CHANNEL_PEERS": peers}
+    # the web processes share their connection counts (annotate_site.connection_balance) and,
+    # without Redis, their dashboard pushes (one socket per process in peers/) in this directory
+    with tempfile.TemporaryDirectory(prefix="studio-") as private:
+        (peers := Path(private) / "peers").mkdir()
+        create_table(table := Path(private) / "web-connections", web)
+        programs = [
+            Program(
+                f"web.{n}",
+                [*web_command, "--fd", str(fd), "--share", str(table), str(n - 1), str(web)],
+                (fd,),
+            )
+            for n, fd in enumerate(fds, start=1)
+        ]
+        worker_command = [sys.executable, "-m", "annotate_site", "quality_worker"]
+        programs += [Program(f"quality.{n}", worker_command) for n in range(1, workers + 1)]
+        env = {**os.environ, "QUALITY_UPDATES": "worker", "STUDIO_CHANNEL_PEERS": str(peers)}
         return Supervisor(programs, env=env).run()
 
 
