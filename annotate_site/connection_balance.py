@@ -10,25 +10,30 @@ for 59 % of the clients, which is the tail of the latency.
 
 Each web process writes how many HTTP connections it holds into a table it shares with the
 others (a small file the supervisor creates, mapped into every web process's memory). A process
-holding more than the mean plus one answers the response it is about to send with
+holding more than the mean rounded up answers the response it is about to send with
 ``Connection: close``; the client (a browser, a proxy's pool, an API client) opens a new
 connection for its next request, which the kernel hashes afresh, to either process. The shares
-converge within a few rounds of requests and then differ by at most 2; a balanced process
-closes nothing. A closed connection costs the client one new TCP connection (on 127.0.0.1 or
-from a proxy beside the studio, a fraction of a millisecond). Websockets are neither counted
-nor closed.
+converge within a few rounds of requests, two processes' to within one of each other (a
+tolerance of one more left 3 of 4 connections, or 5 of 8, on one process); a balanced process
+closes nothing. A process closes at most one connection every ``SHED_INTERVAL`` seconds: in a
+burst of new connections a count is published only once its process has accepted them, and
+until then the others read it low (unlimited, a burst of 64 connections cost 117 closes). A
+closed connection costs the client one new TCP connection (on 127.0.0.1 or from a proxy beside
+the studio, a fraction of a millisecond). Websockets are neither counted nor closed.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from annotate_site.body_limit import ASGIApp, Message, Receive, Scope, Send
 
 SLOT_BYTES = 8  # one signed 64-bit count per web process
+SHED_INTERVAL = 0.02  # seconds between two closes by one process (50 a second at most)
 
 
 def create_table(path: Path, processes: int) -> None:
@@ -44,8 +49,18 @@ class ConnectionBalance:
     process's HTTP connections it passes every message through unchanged.
     """
 
-    def __init__(self, app: ASGIApp, *, table: Path, slot: int, processes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        table: Path,
+        slot: int,
+        processes: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.app = app
+        self.clock = clock
+        self._shed_at = -SHED_INTERVAL
         self.slot = slot
         self.processes = processes
         descriptor = os.open(table, os.O_RDWR)
@@ -69,11 +84,17 @@ class ConnectionBalance:
         return held
 
     def over_share(self) -> bool:
-        """Whether this process holds more than the mean plus one: ``n * mine > total + n``."""
+        """Whether this process holds more than the mean rounded up (``n * mine > total + n
+        - 1``) and closed none in the last ``SHED_INTERVAL`` seconds: then it closes this one."""
         if self._held is None:
             return False
-        mine = self.publish()
-        return mine * self.processes > sum(self._counts) + self.processes
+        mine, now = self.publish(), self.clock()
+        if mine * self.processes <= sum(self._counts) + self.processes - 1:
+            return False
+        if now - self._shed_at < SHED_INTERVAL:
+            return False
+        self._shed_at = now
+        return True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
