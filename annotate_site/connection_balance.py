@@ -3,10 +3,11 @@
 On Linux each web process listens on a socket of its own on the port (``SO_REUSEPORT``), and
 the kernel gives each new connection to one of them by a hash of its addresses. A keep-alive
 connection then stays where it landed for as long as the client holds it, and the shares come
-out uneven: 64 benchmark connections split 26/38 and 36/28, 128 split 55/73 and 56/72 (the
-same within a run). Both processes answer at the same rate (each takes a core's share), so a
-client of the larger share waits in a longer queue: 38 against 26 is 1.19 times the mean wait
-for 59 % of the clients, which is the tail of the latency.
+out uneven: 64 benchmark connections split 26/38 or 40/24, 128 split 53/75, 4 split 3/1, each
+for a whole run. Where a process is the bottleneck, a client of the larger share waits in a
+longer queue, and behind a proxy that pools a few connections one process could get most of
+the traffic. (On a slow 2-core machine, where the web processes were not the bottleneck, the
+benchmarks' latency and rates did not show the difference: docs/benchmarks.md.)
 
 Each web process writes how many HTTP connections it holds into a table it shares with the
 others (a small file the supervisor creates, mapped into every web process's memory). A process
@@ -78,7 +79,8 @@ class ConnectionBalance:
 
     def publish(self) -> int:
         """Write this process's count into its slot (the web process also does it as each
-        connection opens or closes, so the others never read a stale count); the count."""
+        connection opens or closes, so the others read it once a connection is accepted or
+        gone); the count."""
         held = self._held() if self._held is not None else 0
         self._counts[self.slot] = held
         return held

@@ -377,11 +377,11 @@ def _split_after_rounds(served: Served, count: int, rounds: int) -> list[int]:
 def test_keep_alive_connections_even_out_over_the_web_processes(two_webs: Served) -> None:
     """The kernel gives each new connection to one process's socket by a hash of its
     addresses, and a keep-alive connection stays where it landed: 64 benchmark connections
-    split 26/38 and 36/28, 128 split 55/73, and the clients of the larger share waited longer
-    (both processes answer at the same rate). A process holding more than its share answers
-    with ``Connection: close``; the client reconnects and the kernel hashes it afresh, until
-    the shares differ by at most 1. Three fresh sets of 64: without the balance all three
-    split 32/32 by chance about once in 1,000."""
+    split 26/38 and 36/28, 128 split 55/73, each for a whole run (where a process is the
+    bottleneck, the larger share's clients wait longer). A process holding more than its
+    share answers with ``Connection: close``; the client reconnects and the kernel hashes it
+    afresh, until the shares differ by at most 1. Three fresh sets of 64: without the
+    balance all three split 32/32 by chance about once in 1,000."""
     splits = [_split_after_rounds(two_webs, 64, rounds=12) for _ in range(3)]
     for held in splits:
         assert sum(held) == 64, splits
