@@ -9,7 +9,11 @@ synchronous too, so here the whole chain is built as under WSGI and run in one `
 call on the request's thread (the same thread-sensitive thread Django would use, so database
 connections and ``request_finished`` behave as before). Measured through the ASGI application
 in process: an API answer with ``include_next`` 5.4 ms of CPU before, see ``docs/benchmarks.md``
-after. Reading the body, streaming responses and disconnect handling stay Django's.
+after. ``request_started``, building the request and closing a response held in memory go into
+the same handover (Django made each a handover of its own: three per request, and the
+signal's ``asyncio.gather`` calls), so a request crosses to its thread once. Reading the body
+stays Django's, and so does sending a streaming response while listening for the client to
+leave.
 
 Django's handler also gave each request a thread of its own (``ThreadSensitiveContext()``
 makes a one-thread executor at the request's first handover) and, at its end, a second thread
@@ -25,16 +29,21 @@ thread for the whole request (its database connection, ``request_started`` and
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from typing import Any
+from typing import IO, Any
 
 import django
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
-from django.core.handlers.asgi import ASGIHandler
-from django.http import HttpRequest, HttpResponseBase
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
+from django.http import FileResponse, HttpResponseBase
+from django.urls import set_script_prefix
 
 
 class RequestThreads:
@@ -115,9 +124,55 @@ class SyncMiddlewareASGIHandler(ASGIHandler):
         with ``async_to_sync``, as under WSGI; the studio has none)."""
         super().load_middleware(is_async=False)
 
-    async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
-        """:meth:`get_response` (middleware, view, error logging) on the request's thread."""
-        return await sync_to_async(self.get_response, thread_sensitive=True)(request)
+    async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Django's ``handle`` with one handover for a response held in memory: its body read
+        in the event loop, then :meth:`respond` on the request's thread, then sent. A
+        streaming response is sent as Django sends it (a disconnect stops it), then closed
+        on the request's thread."""
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        set_script_prefix(get_script_prefix(scope))
+        try:
+            response = await sync_to_async(self.respond, thread_sensitive=True)(scope, body_file)
+            if response.streaming:
+                await self._stream(response, receive, send)
+            else:
+                await self.send_response(response, send)
+        finally:
+            body_file.close()
+
+    def respond(self, scope: dict[str, Any], body_file: IO[bytes]) -> HttpResponseBase:
+        """On the request's thread: ``request_started``, the request, :meth:`get_response`
+        (middleware, view, error logging) and, unless the response streams, its closing
+        (``request_finished``: the database connection goes back before the body is sent).
+        Django's handler made each of the signal, the response and the closing a handover
+        of its own, the signal with two ``asyncio.gather`` around it."""
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, response = self.create_request(scope, body_file)
+        if request is not None:
+            response = self.get_response(request)
+        assert response is not None  # create_request gives a request or the error's response
+        # the sender of request_finished
+        response._handler_class = self.__class__  # type: ignore[attr-defined]
+        if isinstance(response, FileResponse):
+            response.block_size = self.chunk_size  # the server chunks the socket writes
+        if not response.streaming:
+            response.close()
+        return response
+
+    async def _stream(self, response: HttpResponseBase, receive: Any, send: Any) -> None:
+        """Send a streaming response until it ends or the client leaves (Django's
+        ``listen_for_disconnect`` beside it), then close it on the request's thread."""
+        sending = asyncio.create_task(self.send_response(response, send))
+        listening = asyncio.create_task(self.listen_for_disconnect(receive))
+        await asyncio.wait([listening, sending], return_when=asyncio.FIRST_COMPLETED)
+        for task in (listening, sending):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, RequestAborted):
+                await task
+        await sync_to_async(response.close, thread_sensitive=True)()
 
 
 def get_asgi_application() -> SyncMiddlewareASGIHandler:
