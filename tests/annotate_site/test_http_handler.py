@@ -13,7 +13,6 @@ import threading
 import pytest
 from asgiref import sync
 from asgiref.sync import async_to_sync
-from asgiref.testing import ApplicationCommunicator
 from channels.testing import HttpCommunicator
 from django.core.handlers.asgi import ASGIHandler
 from django.core.signals import request_finished, request_started
@@ -167,19 +166,9 @@ class _Streaming(SyncMiddlewareASGIHandler):
 async def _stream(application, leave_after: int | None = None) -> tuple[int, bytes]:
     """GET a streaming response through ``application``: the status and the body, or what
     came of it before the client left after ``leave_after`` parts."""
-    scope = {
-        "type": "http",
-        "http_version": "1.1",
-        "method": "GET",
-        "path": "/stream/",
-        "raw_path": b"/stream/",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"testserver")],
-        "client": ("127.0.0.1", 1),
-        "server": ("testserver", 80),
-    }
-    communicator = ApplicationCommunicator(application, scope)
+    communicator = HttpCommunicator(
+        application, "GET", "/stream/", headers=[(b"host", b"testserver")]
+    )
     await communicator.send_input({"type": "http.request", "body": b""})
     status = (await communicator.receive_output(timeout=10))["status"]
     body, parts = b"", 0
