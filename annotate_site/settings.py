@@ -204,6 +204,9 @@ ASYNC_THREADS = int(os.environ.get("ASYNC_THREADS", "4"))
 # (annotate_site/sqlite/base.py: opening one costs 0.9 ms of CPU).
 DB_POOL_SIZE = int(os.environ.get("DB_POOL_SIZE", str(WEB_THREADS + ASYNC_THREADS + 1)))
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and DB_POOL_SIZE:
+    # checks a pooled connection only when its socket says the server may have closed it
+    # (Django's CONN_HEALTH_CHECKS sends a query on every checkout: annotate_site/postgresql)
+    DATABASES["default"].update(ENGINE="annotate_site.postgresql", CONN_HEALTH_CHECKS=False)
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DB_POOL_SIZE,

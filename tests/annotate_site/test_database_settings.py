@@ -42,6 +42,23 @@ def test_postgresql_connections_come_from_a_pool_as_large_as_the_threads_using_i
 
 
 @pytest.mark.parametrize(
+    ("size", "engine", "checks"),
+    [(None, "annotate_site.postgresql", False), ("0", "django.db.backends.postgresql", True)],
+)
+def test_pooled_postgresql_connections_are_checked_by_the_studio_backend(
+    tmp_path: Path, size, engine, checks
+) -> None:
+    """Pooled: the studio's backend checks a connection when its socket has something to read
+    (tests/annotate_site/test_postgresql_backend.py), not with a query on every checkout;
+    without a pool, Django's backend and its health checks of kept connections."""
+    variables = {"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/studio"}
+    if size is not None:
+        variables["DB_POOL_SIZE"] = size
+    default = databases(tmp_path, **variables)
+    assert (default["ENGINE"], default["CONN_HEALTH_CHECKS"]) == (engine, checks)
+
+
+@pytest.mark.parametrize(
     ("threshold", "options"),
     [
         (None, {"server_side_binding": True, "prepare_threshold": 5}),
