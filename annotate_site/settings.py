@@ -489,6 +489,12 @@ QUALITY_SLOW_WORK_APART = False
 # same as the live updates): at 19 the bootstraps and retrainings run on whatever CPU the web
 # processes and the live updates leave, so a launch's load is served first (issue 22).
 QUALITY_SLOW_WORK_NICE = int(os.environ.get("QUALITY_SLOW_WORK_NICE", "19"))
+# ... and that thread starts a batch only once the machine has left this many cores idle over a
+# second (Linux's /proc/stat; 0 = no wait), or after QUALITY_SLOW_WORK_WAIT seconds of waiting
+# for that: at nice 19 alone it still took a quarter of a core from a saturated machine
+# (analytics.background.yield_to_busy_machine).
+QUALITY_SLOW_WORK_SPARE = float(os.environ.get("QUALITY_SLOW_WORK_SPARE", "0.5"))
+QUALITY_SLOW_WORK_WAIT = float(os.environ.get("QUALITY_SLOW_WORK_WAIT", "300"))
 # How long a web process reuses an arena question's pooled reads (every vote and prompt, the
 # Bradley-Terry fit) to choose annotators' next pairs (apps/arena/selectors.py); 0: never.
 ARENA_POOL_SECONDS = float(os.environ.get("ARENA_POOL_SECONDS", "5"))

@@ -1,9 +1,11 @@
 """The background thread: ``once`` jobs dropped while waiting or running and asked again after;
-its priority."""
+its priority; its wait for a machine with CPU to spare."""
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 
 import pytest
 
@@ -74,3 +76,65 @@ def test_a_lowered_thread_runs_its_jobs_at_that_priority_and_the_process_keeps_i
     own, thread, after = (int(x) for x in done.stdout.split())
     assert thread == 19
     assert after == own  # the main thread (the live updates) is untouched
+
+
+@pytest.fixture
+def yielding(monkeypatch):
+    """The thread yields to a busy machine as the quality worker makes it; restored after."""
+    monkeypatch.setattr(background, "_spare_needed", background._spare_needed)
+    monkeypatch.setattr(background, "_longest_wait", background._longest_wait)
+    return background.yield_to_busy_machine
+
+
+def test_slow_work_waits_until_the_machine_has_cpu_to_spare(monkeypatch, yielding):
+    """Issue 22: at nice 19 the bootstraps still took 0.27 cores of a saturated 2-core machine
+    (2-6 % idle without them) and the answers' rate fell by about a tenth. Now a batch starts
+    once the machine left ``spare`` cores idle over a second."""
+    readings = iter([0.1, 0.3, 0.8])
+    read: list[float] = []
+
+    def meter() -> float:
+        read.append(next(readings))
+        return read[-1]
+
+    monkeypatch.setattr(background, "spare_cores", meter)
+    yielding(0.5, longest=60)
+    runs: list[int] = []
+    background.enqueue(9, lambda key: runs.append(len(read)), queue="test.slow", drain=False)
+    assert background.idle(timeout=10)
+    assert runs == [3]  # after the third reading, the first with half a core idle
+
+
+def test_slow_work_waits_no_longer_than_the_longest_wait(monkeypatch, yielding):
+    """A crowd that keeps the machine busy for an hour gets its intervals every few minutes
+    (their age is shown), not never."""
+
+    def busy() -> float:
+        time.sleep(0.05)
+        return 0.0
+
+    monkeypatch.setattr(background, "spare_cores", busy)
+    yielding(0.5, longest=0.3)
+    started = time.monotonic()
+    waited: list[float] = []
+    background.enqueue(
+        10, lambda key: waited.append(time.monotonic() - started), queue="test.slow", drain=False
+    )
+    assert background.idle(timeout=10)
+    assert 0.3 <= waited[0] < 5
+
+
+def test_without_a_spare_share_slow_work_never_waits(monkeypatch, yielding):
+    monkeypatch.setattr(background, "spare_cores", lambda: pytest.fail("measured"))
+    yielding(0, longest=60)
+    runs: list[int] = []
+    background.enqueue(11, runs.append, queue="test.slow", drain=False)
+    assert background.idle(timeout=10)
+    assert runs == [11]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc/stat")
+def test_the_spare_cores_are_the_idle_share_of_the_machine_over_a_moment() -> None:
+    spare = background.spare_cores(seconds=0.2)
+    assert spare is not None
+    assert 0 <= spare <= (os.cpu_count() or 1) + 0.05

@@ -6,10 +6,19 @@ import gc
 import signal
 from typing import Any
 
+import pytest
 from django.core.management import call_command
 
 from analytics import background
 from analytics.management.commands import quality_worker
+
+
+@pytest.fixture(autouse=True)
+def _background_as_it_was(monkeypatch):
+    """The command lowers this process's background thread and makes it wait for spare CPU:
+    undone after each test, or the test process's later slow work would wait too."""
+    for name in ("_niceness", "_spare_needed", "_longest_wait"):
+        monkeypatch.setattr(background, name, getattr(background, name))
 
 
 def test_the_worker_freezes_what_it_loaded_before_its_passes(monkeypatch, settings) -> None:
@@ -46,10 +55,16 @@ def test_the_worker_runs_its_slow_work_at_the_priority_the_settings_give(
     settings.QUALITY_SLOW_WORK_NICE = 12
     monkeypatch.setattr(signal, "signal", lambda *args: None)
     monkeypatch.setattr(quality_worker, "quality_worker_run", lambda **kwargs: 0)
+    settings.QUALITY_SLOW_WORK_SPARE, settings.QUALITY_SLOW_WORK_WAIT = 0.75, 42.0
     lowered: list[int] = []
     monkeypatch.setattr(background, "lower_priority", lowered.append)
+    yielded: list[tuple[float, float]] = []
+    monkeypatch.setattr(
+        background, "yield_to_busy_machine", lambda spare, longest: yielded.append((spare, longest))
+    )
     try:
         call_command("quality_worker", interval=0.01)
     finally:
         gc.unfreeze()
     assert lowered == [12]
+    assert yielded == [(0.75, 42.0)]  # ... and waits for a machine with CPU to spare

@@ -32,6 +32,9 @@ class Command(BaseCommand):
         settings.QUALITY_UPDATES = "inline"  # this process is where the updates run
         settings.QUALITY_SLOW_WORK_APART = True  # bootstraps, forecasts beside the passes
         background.lower_priority(settings.QUALITY_SLOW_WORK_NICE)  # ... on the CPU left over
+        background.yield_to_busy_machine(  # ... once the machine has some to spare
+            settings.QUALITY_SLOW_WORK_SPARE, longest=settings.QUALITY_SLOW_WORK_WAIT
+        )
         # what Django and the apps loaded lives as long as the process: the collector's full
         # passes skip it (annotate_site.webserver.preload says why)
         gc.freeze()
