@@ -486,8 +486,8 @@ QUALITY_INTERVAL_DUTY = float(os.environ.get("QUALITY_INTERVAL_DUTY", "0.1"))
 # questions' live updates and pushes.
 QUALITY_SLOW_WORK_APART = False
 # The CPU priority of that thread in the quality worker (a Linux nice value, 0-19; 0 = the
-# same as the live updates): at 19 the bootstraps and retrainings run on whatever CPU the web
-# processes and the live updates leave, so a launch's load is served first (issue 22).
+# same as the live updates): at 19 the bootstraps and retrainings yield the CPU to the web
+# processes and the live updates whenever those can run (issue 22).
 QUALITY_SLOW_WORK_NICE = int(os.environ.get("QUALITY_SLOW_WORK_NICE", "19"))
 # ... and that thread starts a batch only once the machine has left this many cores idle over a
 # second (Linux's /proc/stat; 0 = no wait), or after QUALITY_SLOW_WORK_WAIT seconds of waiting
