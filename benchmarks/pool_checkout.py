@@ -58,19 +58,19 @@ def _block(wrapper: Any, requests: int) -> tuple[float, float | None, float]:
     return cpu / requests * 1000, server, wall / requests * 1000
 
 
-def _statements(wrapper: Any) -> int:
-    """Statements a checkout sends before the request's own."""
+def statements_on_checkout(wrapper: Any) -> list[str]:
+    """The statements ``wrapper`` sends to take a connection, before a request's own (the
+    wrapper's connection given back after; tests/annotate_site/test_postgresql_backend.py)."""
     import psycopg
 
-    sent = 0
+    sent: list[str] = []
     execute = psycopg.Connection.execute
 
-    def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
-        nonlocal sent
-        sent += 1
-        return execute(self, *args, **kwargs)
+    def recording(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return execute(self, query, *args, **kwargs)
 
-    psycopg.Connection.execute = counting  # type: ignore[method-assign]
+    psycopg.Connection.execute = recording  # type: ignore[method-assign]
     try:
         wrapper.ensure_connection()
     finally:
@@ -126,7 +126,7 @@ def main() -> None:
         cpu, server, wall = zip(*blocks[name], strict=True)
         print(
             f"{name:<28} {column(list(cpu))} {column(list(server))} {column(list(wall))} "
-            f"{_statements(wrapper)}"
+            f"{len(statements_on_checkout(wrapper))}"
         )
         wrapper.close_pool()
 

@@ -13,6 +13,8 @@ import pytest
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from benchmarks.pool_checkout import statements_on_checkout
+
 pytestmark = pytest.mark.postgres
 
 
@@ -35,30 +37,14 @@ def _backend_pid(wrapper: BaseDatabaseWrapper) -> int:
         return cursor.fetchone()[0]
 
 
-def _statements_on_checkout(wrapper: BaseDatabaseWrapper, monkeypatch) -> list[str]:
-    sent: list[str] = []
-    execute = psycopg.Connection.execute
-
-    def recording(self, query, *args, **kwargs):
-        sent.append(str(query))
-        return execute(self, query, *args, **kwargs)
-
-    monkeypatch.setattr(psycopg.Connection, "execute", recording)
-    wrapper.ensure_connection()
-    monkeypatch.undo()
-    return sent
-
-
-def test_a_pooled_connection_is_handed_out_without_a_statement(wrapper, monkeypatch) -> None:
+def test_a_pooled_connection_is_handed_out_without_a_statement(wrapper) -> None:
     """Django's pool check sent an empty query on every checkout: a round trip per request."""
     _backend_pid(wrapper)
     wrapper.close()  # back to the pool, its server alive
-    assert _statements_on_checkout(wrapper, monkeypatch) == []
+    assert statements_on_checkout(wrapper) == []
 
 
-def test_a_connection_the_server_closed_is_replaced_before_a_request_uses_it(
-    wrapper, monkeypatch
-) -> None:
+def test_a_connection_the_server_closed_is_replaced_before_a_request_uses_it(wrapper) -> None:
     """``pg_terminate_backend`` (as a restart or an idle timeout) closes the pooled connection
     from the server's side; the next checkout finds it closed and hands out another."""
     first = _backend_pid(wrapper)
@@ -70,5 +56,5 @@ def test_a_connection_the_server_closed_is_replaced_before_a_request_uses_it(
     while not select.select([pooled.fileno()], [], [], 0.05)[0]:
         assert time.monotonic() < deadline, "the server never closed the connection"
     # an empty query finds it closed; the pool opens another, handed out instead
-    assert _statements_on_checkout(wrapper, monkeypatch)[:1] == [""]
+    assert statements_on_checkout(wrapper)[:1] == [""]
     assert _backend_pid(wrapper) != first
