@@ -73,6 +73,7 @@ def crowd_study(
 def _flags(ratings: NDArray[np.float64], seed: int) -> dict[int, list[str]]:
     """The dashboard's flags of a simulated study: row -> indicator keys flagged."""
     from analytics.config import quality_config
+    from analytics.indicators import NO_LAYOUT
     from analytics.intervals import interval_entries
     from analytics.metrics.categorical import pairwise_confusion
     from analytics.metrics.krippendorff import coincidence_matrix
@@ -94,7 +95,7 @@ def _flags(ratings: NDArray[np.float64], seed: int) -> dict[int, list[str]]:
     config = quality_config()
     ids = list(range(1, m + 1))
     derived = cat.derive_categorical(
-        stats, annotators=ids, scale=scale, min_overlap=config.min_overlap, with_map=False
+        stats, annotators=ids, scale=scale, min_overlap=config.min_overlap, layout=NO_LAYOUT
     )
     competence, _ = cat.derive_competence(ratings)
     derived.indicators[cat.DS_COMPETENCE.key] = competence

@@ -52,6 +52,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,22 +65,39 @@ HIDDEN = re.compile(r'name="(idempotency_key|ticket)"\s+value="([^"]*)"')
 CSRF_HEADER = re.compile(r'"X-CSRFToken": "([^"]+)"')
 
 
-def _seed(*, n_items: int, n_annotators: int) -> tuple[Any, Any, list[dict[str, Any]]]:
-    """A running study whose every annotator has every item queued (each from its own offset,
-    so items collect several answers early); returns (study, question, clients)."""
+def _annotators(n: int) -> tuple[list[Any], list[dict[str, Any]]]:
+    """``n`` users, each with an API token and a logged-in session; returns (users, clients)."""
     from django.test import Client
     from knox.models import AuthToken
 
+    from tests.factories import UserFactory
+
+    users = [UserFactory() for _ in range(n)]
+    clients = []
+    for user in users:
+        web = Client()
+        web.force_login(user)
+        clients.append(
+            {
+                "token": AuthToken.objects.create(user=user)[1],
+                "session": web.cookies["sessionid"].value,
+            }
+        )
+    return users, clients
+
+
+def _study(*, n_items: int, annotators: list[Any]) -> tuple[Any, Any]:
+    """A running study whose every annotator has every item queued (each from its own offset,
+    so items collect several answers early); returns (study, question)."""
     from apps.annotations.models import Assignment
     from apps.items.models import Item
     from apps.studies.models import Membership, Study
     from apps.studies.services import membership_add
-    from tests.factories import StudyFactory, UserFactory, categorical_question
+    from tests.factories import StudyFactory, categorical_question
 
     study = StudyFactory()
     question = categorical_question(study)
     question.labels.create(key="mixed", name="Mixed", shortcut="4", position=3)
-    annotators = [UserFactory() for _ in range(n_annotators)]
     for user in annotators:
         membership_add(study=study, user=user, role=Membership.Role.ANNOTATOR)
     Item.objects.bulk_create(
@@ -90,7 +108,7 @@ def _seed(*, n_items: int, n_annotators: int) -> tuple[Any, Any, list[dict[str, 
         batch_size=5000,
     )
     item_ids = list(study.items.order_by("position").values_list("pk", flat=True))
-    step = max(1, n_items // (2 * n_annotators))
+    step = max(1, n_items // (2 * len(annotators)))
     Assignment.objects.bulk_create(
         [
             Assignment(
@@ -106,17 +124,44 @@ def _seed(*, n_items: int, n_annotators: int) -> tuple[Any, Any, list[dict[str, 
     )
     # opened directly: the queues above replace the ones opening would fill
     Study.objects.filter(pk=study.pk).update(status=Study.Status.RUNNING)
-    clients = []
-    for user in annotators:
-        web = Client()
-        web.force_login(user)
-        clients.append(
-            {
-                "token": AuthToken.objects.create(user=user)[1],
-                "session": web.cookies["sessionid"].value,
-            }
-        )
-    return study, question, clients
+    return study, question
+
+
+@dataclass
+class Row:
+    """One measured row: a path, a client count, the study it runs on and its clients."""
+
+    path: str
+    clients: list[dict[str, Any]]
+    study: Any
+    question: Any
+
+
+def _plan(
+    *, paths: list[str], counts: list[int], n_items: int, n_annotators: int, fresh: bool
+) -> tuple[list[Row], list[Row]]:
+    """The warm-up rows (one per path) and the measured rows, with their studies seeded.
+
+    One study for the run (``fresh`` false): each path has its own annotators, and each row
+    goes on where the one before it left off, so later rows meet items with more answers.
+    A study per row (``fresh``): every row starts from the same state, with the same
+    annotators, so rows differ by their client count and path alone."""
+    if not fresh:
+        users, clients = _annotators(n_annotators * len(paths))
+        study, question = _study(n_items=n_items, annotators=users)
+        # each path its own annotators: a queue of --items runs out otherwise
+        mine = {path: clients[p :: len(paths)] for p, path in enumerate(paths)}
+        warm = [Row(path, mine[path], study, question) for path in paths]
+        return warm, [Row(path, mine[path][:n], study, question) for path in paths for n in counts]
+    users, clients = _annotators(n_annotators)
+    warm_study = _study(n_items=n_items, annotators=users[:4])
+    warm = [Row(path, clients[:4], *warm_study) for path in paths]
+    rows = [
+        Row(path, clients[:n], *_study(n_items=n_items, annotators=users[:n]))
+        for path in paths
+        for n in counts
+    ]
+    return warm, rows
 
 
 def _flat_row(*, history: int, answers: int, submits: int = 60) -> dict[str, float]:
@@ -420,31 +465,28 @@ async def _answer_annotator(
         tally.ran_out += 1
 
 
-async def _run(
-    *,
-    ports: list[int],
-    clients: list[dict[str, Any]],
-    study_id: int,
-    question_id: int,
-    path: str,
-    seconds: float,
-) -> tuple[Tally, float]:
+async def _run(*, ports: list[int], plan: Row, clients: int, seconds: float) -> tuple[Tally, float]:
+    """Let the first ``clients`` of ``plan`` loop on its path and study for ``seconds``."""
     import random
 
     tally = Tally()
-    conns = [Connection(ports[i % len(ports)]) for i in range(len(clients))]
+    mine = plan.clients[:clients]
+    conns = [Connection(ports[i % len(ports)]) for i in range(len(mine))]
     until = time.perf_counter() + seconds
     started = time.perf_counter()
-    if path in ("api", "answer"):
-        loop = _api_annotator if path == "api" else _answer_annotator
+    study_id = plan.study.pk
+    if plan.path in ("api", "answer"):
+        loop = _api_annotator if plan.path == "api" else _answer_annotator
         tasks = [
             loop(conn, client, study_id, tally, until, random.Random(i))
-            for i, (conn, client) in enumerate(zip(conns, clients, strict=True))
+            for i, (conn, client) in enumerate(zip(conns, mine, strict=True))
         ]
     else:
         tasks = [
-            _page_annotator(conn, client, study_id, question_id, tally, until, random.Random(i))
-            for i, (conn, client) in enumerate(zip(conns, clients, strict=True))
+            _page_annotator(
+                conn, client, study_id, plan.question.pk, tally, until, random.Random(i)
+            )
+            for i, (conn, client) in enumerate(zip(conns, mine, strict=True))
         ]
     await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - started
@@ -597,6 +639,13 @@ def main() -> None:
         help="where the peers' virtualenvs go (default: a new temporary directory); one "
         "installed there by an earlier run is reused",
     )
+    parser.add_argument(
+        "--study-per-row",
+        action="store_true",
+        help="each row on a new study of --items items (same annotators): every row starts "
+        "from the same state, so rows differ by their client count alone, not by their place "
+        "in the run (later rows of one study meet items with more answers)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     counts = [int(n) for n in args.clients.split(",")]
@@ -619,8 +668,12 @@ def main() -> None:
 
     db = settings.DATABASES["default"]
     engine = db["ENGINE"].rsplit(".", 1)[-1]
-    study, question, clients = _seed(
-        n_items=args.items, n_annotators=(args.annotators or max(counts)) * len(paths)
+    warm, planned = _plan(
+        paths=paths,
+        counts=counts,
+        n_items=args.items,
+        n_annotators=args.annotators or max(counts),
+        fresh=args.study_per_row,
     )
     ports = [args.port + i for i in range(args.web)]
     env = {**os.environ, "QUALITY_UPDATES": args.mode, "ALLOWED_HOSTS": "127.0.0.1"}
@@ -640,8 +693,9 @@ def main() -> None:
     print(
         f"{engine}, {args.web} {args.server} web process(es), quality updates: {mode} "
         f"({args.workers} worker(s) in worker mode); load {os.getloadavg()[0]:.1f}; "
-        f"{args.items} items, {len(clients)} annotators; {os.cpu_count()} cores; "
-        f"{args.seconds:.0f} s per row"
+        f"{args.items} items, {len({id(c) for row in planned for c in row.clients})} "
+        f"annotators, {len({row.study.pk for row in planned})} study(ies); "
+        f"{os.cpu_count()} cores; {args.seconds:.0f} s per row"
     )
     header = (
         f"{'path':<5} {'clients':>7} {'answers/s':>9} {'POST p50/p95/p99 ms':>22} {'errors':>6}"
@@ -649,76 +703,59 @@ def main() -> None:
     )
     print(header)
     rows = []
-    acknowledged = dict.fromkeys(paths, 0)
+    acknowledged: dict[tuple[int, str], int] = defaultdict(int)
     try:
         for port in ports:
             _wait_for(port, timeout=120)
-        for p, path in enumerate(paths):
-            # each path its own annotators: a queue of --items runs out otherwise
-            mine = clients[p :: len(paths)]
+        for row_plan in warm:
             # warm-up: imports, template compilation, connections (acknowledged answers count)
-            tally, _ = asyncio.run(
-                _run(
-                    ports=ports,
-                    clients=mine[: len(ports)],
-                    study_id=study.pk,
-                    question_id=question.pk,
-                    path=path,
-                    seconds=2,
-                )
+            tally, _ = asyncio.run(_run(ports=ports, plan=row_plan, clients=len(ports), seconds=2))
+            acknowledged[row_plan.question.pk, row_plan.path] += tally.acknowledged
+        for row_plan in planned:
+            path, n = row_plan.path, len(row_plan.clients)
+            pids = _process_tree([server.pid for server in servers])
+            workers = _quality_workers(pids)
+            cpu_server, cpu_client = _cpu_seconds(pids), time.process_time()
+            tally, elapsed = asyncio.run(
+                _run(ports=ports, plan=row_plan, clients=n, seconds=args.seconds)
             )
-            acknowledged[path] += tally.acknowledged
-            for n in counts:
-                pids = _process_tree([server.pid for server in servers])
-                workers = _quality_workers(pids)
-                cpu_server, cpu_client = _cpu_seconds(pids), time.process_time()
-                tally, elapsed = asyncio.run(
-                    _run(
-                        ports=ports,
-                        clients=mine[:n],
-                        study_id=study.pk,
-                        question_id=question.pk,
-                        path=path,
-                        seconds=args.seconds,
-                    )
-                )
-                acknowledged[path] += tally.acknowledged
-                per_answer = 1000 / max(1, tally.acknowledged)
-                server_cpu = _cpu_since(cpu_server, pids)
-                row = {
-                    "path": path,
-                    "clients": n,
-                    "answers_per_s": tally.acknowledged / elapsed,
-                    "post_ms_p50": _pct(tally.post_ms, 0.50),
-                    "post_ms_p95": _pct(tally.post_ms, 0.95),
-                    "post_ms_p99": _pct(tally.post_ms, 0.99),
-                    "next_ms_p50": _pct(tally.other_ms, 0.50),
-                    "answer_ms_p50": _pct(tally.answer_ms, 0.50),
-                    "answer_ms_p99": _pct(tally.answer_ms, 0.99),
-                    "errors": tally.errors,
-                    "ran_out": tally.ran_out,
-                    "server_cpu_ms_per_answer": per_answer * server_cpu,
-                    "web_cpu_ms_per_answer": per_answer
-                    * (server_cpu - _cpu_since(cpu_server, workers)),
-                    "client_cpu_ms_per_answer": per_answer * (time.process_time() - cpu_client),
-                    "load": os.getloadavg()[0],
-                }
-                rows.append(row)
-                latency = "{post_ms_p50:.0f} / {post_ms_p95:.0f} / {post_ms_p99:.0f}".format(**row)
-                print(
-                    f"{path:<5} {n:>7} {row['answers_per_s']:>9.1f} {latency:>22} "
-                    f"{row['errors']:>6} {row['server_cpu_ms_per_answer']:>20.1f} "
-                    f"{row['web_cpu_ms_per_answer']:>5.1f} "
-                    f"{row['client_cpu_ms_per_answer']:>6.1f} {row['load']:>5.1f}",
-                    flush=True,
-                )
-                warn_ran_out(row, path)
+            acknowledged[row_plan.question.pk, path] += tally.acknowledged
+            per_answer = 1000 / max(1, tally.acknowledged)
+            server_cpu = _cpu_since(cpu_server, pids)
+            row = {
+                "path": path,
+                "clients": n,
+                "answers_per_s": tally.acknowledged / elapsed,
+                "post_ms_p50": _pct(tally.post_ms, 0.50),
+                "post_ms_p95": _pct(tally.post_ms, 0.95),
+                "post_ms_p99": _pct(tally.post_ms, 0.99),
+                "next_ms_p50": _pct(tally.other_ms, 0.50),
+                "answer_ms_p50": _pct(tally.answer_ms, 0.50),
+                "answer_ms_p99": _pct(tally.answer_ms, 0.99),
+                "errors": tally.errors,
+                "ran_out": tally.ran_out,
+                "server_cpu_ms_per_answer": per_answer * server_cpu,
+                "web_cpu_ms_per_answer": per_answer
+                * (server_cpu - _cpu_since(cpu_server, workers)),
+                "client_cpu_ms_per_answer": per_answer * (time.process_time() - cpu_client),
+                "load": os.getloadavg()[0],
+            }
+            rows.append(row)
+            latency = "{post_ms_p50:.0f} / {post_ms_p95:.0f} / {post_ms_p99:.0f}".format(**row)
+            print(
+                f"{path:<5} {n:>7} {row['answers_per_s']:>9.1f} {latency:>22} "
+                f"{row['errors']:>6} {row['server_cpu_ms_per_answer']:>20.1f} "
+                f"{row['web_cpu_ms_per_answer']:>5.1f} "
+                f"{row['client_cpu_ms_per_answer']:>6.1f} {row['load']:>5.1f}",
+                flush=True,
+            )
+            warn_ran_out(row, path)
     finally:
         for server in servers:
             server.terminate()
             server.wait(10)
         log.close()
-    stored_ok = _check_stored(question=question, acknowledged=acknowledged)
+    stored_ok = _check_stored(acknowledged)
     peer_rows = []
     if args.peers:
         peer_rows = _peers_side_by_side(
@@ -742,23 +779,39 @@ def main() -> None:
         raise SystemExit(1)
 
 
-def _check_stored(*, question: Any, acknowledged: dict[str, int]) -> bool:
-    """Whether every acknowledged answer is stored exactly once (revisions by source: the
-    API's paths share one)."""
+def _check_stored(acknowledged: dict[tuple[int, str], int]) -> bool:
+    """Whether every acknowledged answer is stored exactly once, question by question
+    (``acknowledged``: (question id, path) -> answers; revisions by source: the API's paths
+    share one)."""
+    from django.db.models import Count
+
     from apps.annotations.models import Revision
 
     api, ui = Revision.Source.API, Revision.Source.UI
     sources = {"api": api, "answer": api, "page": ui}
+    expected: dict[tuple[int, str], int] = defaultdict(int)
+    paths: dict[str, set[str]] = defaultdict(set)
+    for (question_id, path), answers in acknowledged.items():
+        expected[question_id, sources[path]] += answers
+        paths[sources[path]].add(path)
     stored_ok = True
-    for source in sorted({sources[path] for path in acknowledged}):
-        paths = [path for path in acknowledged if sources[path] == source]
-        expected = sum(acknowledged[path] for path in paths)
-        revisions = Revision.objects.filter(annotation__question=question, source=source).count()
-        ok = revisions == expected
+    for source in sorted(paths):
+        want = sum(n for (_, s), n in expected.items() if s == source)
+        counted = (
+            Revision.objects.filter(
+                annotation__question_id__in=[q for q, s in expected if s == source],
+                source=source,
+            )
+            .values("annotation__question_id")
+            .annotate(n=Count("id"))
+            .values_list("annotation__question_id", "n")
+        )
+        stored = dict(counted)
+        ok = all(stored.get(q, 0) == n for (q, s), n in expected.items() if s == source)
         stored_ok &= ok
         print(
-            f"{'+'.join(paths)}: acknowledged {expected}, stored {revisions} "
-            f"({'ok' if ok else 'MISMATCH'})"
+            f"{'+'.join(sorted(paths[source]))}: acknowledged {want}, stored "
+            f"{sum(stored.values())} ({'ok' if ok else 'MISMATCH'})"
         )
     return stored_ok
 

@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
 
-from analytics.indicators import Derived
+from analytics.indicators import Derived, Json
 from analytics.models import QualityState
 from apps.annotations.models import Annotation, Assignment
 from apps.arena.exporting import arena_preference_rows
@@ -105,7 +105,7 @@ class ArenaKind(QuestionKind):
     def rebuild(self, *, question_id: int) -> Any:
         return self.process(question_id=question_id)
 
-    def derive(self, state: QualityState, question: Question, *, with_map: bool) -> Derived:
+    def derive(self, state: QualityState, question: Question, *, layout: Json | None) -> Derived:
         """No per-annotator figures: an empty set (the dashboard says nobody has answered)."""
         return Derived(
             annotators=[], indicators={}, evidence={}, study={"n_ratings": 0, "n_annotators": 0}

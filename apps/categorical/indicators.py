@@ -24,7 +24,9 @@ from analytics.indicators import (
     Derived,
     FlagRule,
     Indicator,
+    Json,
     StudyFigure,
+    json_counts,
     json_ready,
     off_diagonal,
     pair_matrices,
@@ -255,7 +257,7 @@ def derive_categorical(
     annotators: Sequence[int],
     scale: LabelScale,
     min_overlap: int,
-    with_map: bool = True,
+    layout: Json | None = None,
 ) -> Derived:
     r"""Indicators of a categorical question from its sufficient statistics.
 
@@ -269,9 +271,9 @@ def derive_categorical(
         The value codes' labels, ranks and AAD points.
     min_overlap : int
         Pairs sharing fewer items get no kappa (nan) and weigh nothing in "kappa with others".
-    with_map : bool
-        Compute the MDS map (an iterative fit, the costliest step: callers may reuse an
-        earlier map and leave ``matrices["mds"]`` out).
+    layout : dict or None
+        A layout (heatmap order and MDS map) to keep, as
+        :func:`analytics.indicators.pair_matrices` keeps it; ``None`` fits one.
 
     Returns
     -------
@@ -357,10 +359,10 @@ def derive_categorical(
         },
         matrices={
             "kappa": json_ready(kappa),
-            "overlap": [[int(n) for n in row] for row in overlap],
-            **pair_matrices(kappa, with_map=with_map),
+            "overlap": json_counts(overlap),
+            **pair_matrices(kappa, keep=layout),
             "aad_differences": json_ready(differences),
-            "aad_counts": [[int(n) for n in row] for row in histogram],
+            "aad_counts": json_counts(histogram),
         },
     )
 
@@ -562,14 +564,14 @@ def stored_stats(state: QualityState) -> CategoricalStats:
     )
 
 
-def derive(state: QualityState, question: Question, *, with_map: bool) -> Derived:
+def derive(state: QualityState, question: Question, *, layout: Json | None) -> Derived:
     """:func:`derive_categorical` of a question's stored state."""
     return derive_categorical(
         stored_stats(state),
         annotators=state.annotator_ids,
         scale=label_scale(question, state.value_keys),
         min_overlap=quality_config().min_overlap,
-        with_map=with_map,
+        layout=layout,
     )
 
 

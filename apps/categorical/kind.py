@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from analytics.config import quality_config
-from analytics.indicators import Derived, Indicator
+from analytics.indicators import Derived, Indicator, Json
 from analytics.intervals import IntervalSet
 from analytics.metrics.intervals import retest_kappa_interval
 from analytics.metrics.uncertainty import (
@@ -193,8 +193,8 @@ class CategoricalKind(QuestionKind):
     def rebuild(self, *, question_id: int) -> Any:
         return quality.quality_rebuild(question_id=question_id)
 
-    def derive(self, state: QualityState, question: Question, *, with_map: bool) -> Derived:
-        return figures.derive(state, question, with_map=with_map)
+    def derive(self, state: QualityState, question: Question, *, layout: Json | None) -> Derived:
+        return figures.derive(state, question, layout=layout)
 
     def publish_extras(
         self,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from analytics.indicators import Derived, Indicator
+from analytics.indicators import Derived, Indicator, Json
 from analytics.intervals import IntervalSet
 from analytics.models import QualitySnapshot, QualityState
 from apps.annotations.exporting import annotation_export_rows
@@ -107,8 +107,8 @@ class ContinuousKind(QuestionKind):
     def rebuild(self, *, question_id: int) -> Any:
         return quality.quality_traces_rebuild(question_id=question_id)
 
-    def derive(self, state: QualityState, question: Question, *, with_map: bool) -> Derived:
-        return quality.derive_question(state, question, with_map=with_map)
+    def derive(self, state: QualityState, question: Question, *, layout: Json | None) -> Derived:
+        return quality.derive_question(state, question, layout=layout)
 
     def publish_extras(
         self,

@@ -21,10 +21,13 @@ from django.db.models import F
 from numpy.typing import NDArray
 
 from analytics.indicators import (
+    NO_LAYOUT,
     Derived,
     FlagRule,
     Indicator,
+    Json,
     StudyFigure,
+    json_counts,
     json_ready,
     off_diagonal,
     pair_matrices,
@@ -264,7 +267,7 @@ def quality_traces_rebuild(*, question_id: int) -> None:
 
 
 def derive_continuous(
-    stats: ContinuousStats, *, annotators: Sequence[int], with_map: bool = True
+    stats: ContinuousStats, *, annotators: Sequence[int], layout: Json | None = None
 ) -> Derived:
     r"""Indicators of a continuous (trace) question from its sufficient statistics.
 
@@ -274,8 +277,9 @@ def derive_continuous(
         Pooled sign-coincidence tables and per-annotator sums over ``M`` annotators.
     annotators : sequence of int, length M
         User ids of the annotator axis.
-    with_map : bool
-        Compute the MDS map of the kappa_SDA matrix.
+    layout : dict or None
+        A layout (heatmap order and MDS map) to keep, as
+        :func:`analytics.indicators.pair_matrices` keeps it; ``None`` fits one.
 
     Returns
     -------
@@ -326,18 +330,18 @@ def derive_continuous(
         },
         matrices={
             "kappa": json_ready(kappa),
-            "overlap": [[int(n) for n in row] for row in steps],
-            **pair_matrices(kappa, with_map=with_map),
+            "overlap": json_counts(steps),
+            **pair_matrices(kappa, keep=layout),
         },
     )
 
 
-def derive_question(state: QualityState, question: Question, *, with_map: bool) -> Derived:
+def derive_question(state: QualityState, question: Question, *, layout: Json | None) -> Derived:
     """:func:`derive_continuous` of a question's stored state."""
     return derive_continuous(
         ContinuousStats.from_bytes(state.stats, n_annotators=len(state.annotator_ids)),
         annotators=state.annotator_ids,
-        with_map=with_map,
+        layout=layout,
     )
 
 
@@ -487,7 +491,7 @@ def trace_intervals(question: Question) -> IntervalSet | None:
             per_gold_trace, name, n_annotators=len(row_of), seed=question.pk
         )
     study = {figure.key: intervals.pop(figure.key) for figure in (ICC, POOLED_KAPPA_SDA)}
-    evidence = derive_question(state, question, with_map=False).evidence
+    evidence = derive_question(state, question, layout=NO_LAYOUT).evidence
     return IntervalSet(
         annotators=state.annotator_ids,
         per_annotator=in_evidence_units(intervals, INDICATORS, evidence),

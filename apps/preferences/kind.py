@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from analytics.indicators import Derived, Indicator
+from analytics.indicators import Derived, Indicator, Json
 from analytics.intervals import IntervalSet
 from analytics.models import QualitySnapshot, QualityState
 from apps.items.models import Item
@@ -82,8 +82,8 @@ class PairwiseKind(QuestionKind):
     def waiting(self, question_id: int) -> int:
         return quality.judgements_waiting(question_id)
 
-    def derive(self, state: QualityState, question: Question, *, with_map: bool) -> Derived:
-        return quality.derive_question(state, question, with_map=with_map)
+    def derive(self, state: QualityState, question: Question, *, layout: Json | None) -> Derived:
+        return quality.derive_question(state, question, layout=layout)
 
     def intervals(self, question: Question) -> IntervalSet | None:
         """Transitivity kappa of each annotator

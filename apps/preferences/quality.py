@@ -28,10 +28,13 @@ from numpy.typing import NDArray
 
 from analytics.config import quality_config
 from analytics.indicators import (
+    NO_LAYOUT,
     Derived,
     FlagRule,
     Indicator,
+    Json,
     StudyFigure,
+    json_counts,
     json_ready,
     pair_matrices,
     ratio,
@@ -441,7 +444,7 @@ def derive_pairwise(
     annotators: Sequence[int],
     strict: bool,
     min_overlap: int,
-    with_map: bool = True,
+    layout: Json | None = None,
 ) -> Derived:
     r"""Indicators of a pairwise-preference question from its sufficient statistics.
 
@@ -455,8 +458,9 @@ def derive_pairwise(
         Strict preferences (no ties: chance level 3/4 in transitivity kappa).
     min_overlap : int
         Annotator pairs sharing fewer judged pairs get no kappa (nan).
-    with_map : bool
-        Compute the MDS map of the kappa matrix.
+    layout : dict or None
+        A layout (heatmap order and MDS map) to keep, as
+        :func:`analytics.indicators.pair_matrices` keeps it; ``None`` fits one.
 
     Returns
     -------
@@ -557,8 +561,8 @@ def derive_pairwise(
         matrices={
             "kappa": json_ready(kappa),
             "agreement": json_ready(agreement),
-            "overlap": [[int(n) for n in row] for row in overlap],
-            **pair_matrices(kappa, with_map=with_map),
+            "overlap": json_counts(overlap),
+            **pair_matrices(kappa, keep=layout),
         },
     )
 
@@ -573,14 +577,14 @@ def shared_outcomes(stats: PairwiseStats) -> tuple[NDArray[np.float64], NDArray[
     return same, (confusion.sum(axis=(2, 3)) * others).sum(axis=1)
 
 
-def derive_question(state: QualityState, question: Question, *, with_map: bool) -> Derived:
+def derive_question(state: QualityState, question: Question, *, layout: Json | None) -> Derived:
     """:func:`derive_pairwise` of a question's stored state."""
     return derive_pairwise(
         PairwiseStats.from_bytes(state.stats, n_annotators=len(state.annotator_ids)),
         annotators=state.annotator_ids,
         strict=clean_pairwise_settings(question.settings).strict,
         min_overlap=quality_config().min_overlap,
-        with_map=with_map,
+        layout=layout,
     )
 
 
@@ -686,7 +690,7 @@ def judgement_intervals(question: Question) -> IntervalSet | None:
         n_groups=len(kept),
     )
     found[SAME_SIDE.key], notes = _same_side(kept, state.annotator_ids)
-    evidence = derive_question(state, question, with_map=False).evidence
+    evidence = derive_question(state, question, layout=NO_LAYOUT).evidence
     return IntervalSet(
         annotators=state.annotator_ids,
         per_annotator=in_evidence_units(found, INDICATORS, evidence),

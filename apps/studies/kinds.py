@@ -28,7 +28,7 @@ from django.utils.module_loading import import_string
 from analytics.config import clean_quality_override
 
 if TYPE_CHECKING:
-    from analytics.indicators import CardFigure, Derived, Indicator, StudyFigure
+    from analytics.indicators import CardFigure, Derived, Indicator, Json, StudyFigure
     from analytics.intervals import IntervalSet
     from analytics.models import QualitySnapshot, QualityState
     from apps.annotations.models import Assignment
@@ -217,7 +217,7 @@ class QuestionKind:
 
     # ----------------------------------------------------------------- indicators
 
-    def derive(self, state: QualityState, question: Question, *, with_map: bool) -> Derived:
+    def derive(self, state: QualityState, question: Question, *, layout: Json | None) -> Derived:
         """The indicators, evidence, study figures and matrices of the stored state."""
         raise NotImplementedError
 

@@ -17,7 +17,16 @@ from django.db import transaction
 from django.db.models import F
 from numpy.typing import NDArray
 
-from analytics.indicators import Derived, FlagRule, Indicator, json_ready, pair_matrices, ratio
+from analytics.indicators import (
+    Derived,
+    FlagRule,
+    Indicator,
+    Json,
+    json_counts,
+    json_ready,
+    pair_matrices,
+    ratio,
+)
 from analytics.models import QualityState
 from analytics.pipeline import annotator_index, publish_after_commit, state_for_update
 from apps.annotations.exporting import annotation_export_rows
@@ -130,7 +139,7 @@ class RatingKind(QuestionKind):
         )
         return self.process(question_id=question_id)
 
-    def derive(self, state: QualityState, question: Question, *, with_map: bool) -> Derived:
+    def derive(self, state: QualityState, question: Question, *, layout: Json | None) -> Derived:
         own, pairs = _load(state, len(state.annotator_ids))
         closeness = 1.0 - ratio(pairs[..., 1], pairs[..., 0]) / SCALE_MAX
         others = ~np.eye(len(own), dtype=bool)
@@ -149,8 +158,8 @@ class RatingKind(QuestionKind):
             study={"n_ratings": int(own[:, 0].sum()), "n_annotators": int((own[:, 0] > 0).sum())},
             matrices={
                 "kappa": json_ready(closeness),
-                "overlap": [[int(n) for n in row] for row in pairs[..., 0]],
-                **pair_matrices(closeness, with_map=with_map),
+                "overlap": json_counts(pairs[..., 0]),
+                **pair_matrices(closeness, keep=layout),
             },
         )
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analytics.indicators import off_diagonal, with_others
+from analytics.indicators import NO_LAYOUT, off_diagonal, with_others
 from analytics.intervals import evidence_text, interval_text
 from analytics.metrics.traces import kappa_sda_from_counts
 from analytics.models import QualitySnapshot, QualityState
@@ -79,7 +79,7 @@ def test_trace_intervals_are_centred_on_the_live_figures_when_the_truth_is_short
     annotator's kappa_SDA with others and the pooled kappa_SDA carry the live value."""
     ts, _ = short_truth
     state = QualityState.objects.get(question=ts.question)
-    live = derive_question(state, ts.question, with_map=False)
+    live = derive_question(state, ts.question, layout=NO_LAYOUT)
     # the live figures unrounded, from the question's sufficient statistics
     stats = ContinuousStats.from_bytes(state.stats, n_annotators=len(state.annotator_ids))
     pair_kappa = np.asarray(kappa_sda_from_counts(stats.signs), dtype=float)
