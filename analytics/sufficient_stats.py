@@ -17,6 +17,7 @@ import io
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -89,9 +90,9 @@ class CategoricalStats:
     ) -> CategoricalStats:
         stats = cls(n_annotators, n_values)
         if data:
-            with np.load(io.BytesIO(bytes(data))) as arrays:
-                for name in _ARRAYS:
-                    setattr(stats, name, arrays[name])
+            arrays = _arrays_from_bytes(data)
+            for name in _ARRAYS:
+                setattr(stats, name, arrays[name])
         return stats
 
     def equals(self, other: CategoricalStats, *, atol: float = 1e-9) -> bool:
@@ -106,18 +107,62 @@ class CategoricalStats:
 COMPRESS_LEVEL = 2
 
 
+#: Arrays over annotator pairs, ``(M, M, ...)``: stored as the blocks of the pairs with any
+#: count while those are at most half of the pairs (a crowd study's annotators share items
+#: with few others). Dense, the confusion of 512 annotators, each sharing items with 10
+#: others, took 72 ms to deflate on every pass and 28 ms to inflate; as pairs 17 and 7 ms.
+#: With most pairs counted the dense array is smaller (3.3 MB against 3.7 at 512) and
+#: quicker, and is stored as it is.
+PAIR_ARRAYS = frozenset({"confusion", "signs"})
+
+
 def _arrays_to_bytes(arrays: Mapping[str, NDArray[np.float64]]) -> bytes:
     """``arrays`` as an ``.npz`` archive (what ``np.savez_compressed`` writes, at
-    :data:`COMPRESS_LEVEL`), which ``np.load`` reads."""
+    :data:`COMPRESS_LEVEL`), which ``np.load`` reads. A pair array ``name`` of
+    :data:`PAIR_ARRAYS` with at most half of its pairs counted is stored as ``name.shape``,
+    ``name.pairs`` (the flat indices ``k * M + l`` of the pairs with a nonzero count) and
+    ``name.blocks`` (their blocks)."""
+    members: dict[str, NDArray[Any]] = {}
+    for name, array in arrays.items():
+        array = np.asanyarray(array)
+        if name not in PAIR_ARRAYS or not array.size:
+            members[name] = array
+            continue
+        m = array.shape[0]
+        flat = array.reshape(m * m, -1)
+        pairs = np.flatnonzero(flat.any(axis=1))
+        if 2 * pairs.size > m * m:  # most pairs counted: dense is smaller and quicker
+            members[name] = array
+            continue
+        members[f"{name}.shape"] = np.array(array.shape, dtype=np.int64)
+        members[f"{name}.pairs"] = pairs.astype(np.int64)
+        members[f"{name}.blocks"] = flat[pairs]
     buffer = io.BytesIO()
     with zipfile.ZipFile(
         buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=COMPRESS_LEVEL
     ) as archive:
-        for name, array in arrays.items():
+        for name, array in members.items():
             with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
-                # float arrays: never pickled
-                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+                # numeric arrays: never pickled
+                np.lib.format.write_array(member, array, allow_pickle=False)
     return buffer.getvalue()
+
+
+def _arrays_from_bytes(data: bytes | memoryview) -> dict[str, NDArray[np.float64]]:
+    """The arrays of an archive :func:`_arrays_to_bytes` wrote (pair arrays made dense again),
+    or of one written before pair arrays were stored sparse (dense, as they were)."""
+    with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as archive:
+        stored = {name: archive[name] for name in archive.files}
+    arrays = {name: array for name, array in stored.items() if "." not in name}
+    for name in PAIR_ARRAYS:
+        if f"{name}.shape" in stored:
+            shape = tuple(int(n) for n in stored[f"{name}.shape"])
+            dense = np.zeros(shape)
+            dense.reshape(shape[0] * shape[1], -1)[stored[f"{name}.pairs"]] = stored[
+                f"{name}.blocks"
+            ]
+            arrays[name] = dense
+    return arrays
 
 
 def _grow(array: NDArray[np.float64], shape: tuple[int, ...]) -> NDArray[np.float64]:
@@ -180,10 +225,10 @@ class PairwiseStats:
     def from_bytes(cls, data: bytes | memoryview, *, n_annotators: int) -> PairwiseStats:
         stats = cls(n_annotators)
         if data:
-            with np.load(io.BytesIO(bytes(data))) as arrays:
-                for name in _ARRAYS:
-                    setattr(stats.pairs, name, arrays[name])
-                stats.per_annotator = arrays["per_annotator"]
+            arrays = _arrays_from_bytes(data)
+            for name in _ARRAYS:
+                setattr(stats.pairs, name, arrays[name])
+            stats.per_annotator = arrays["per_annotator"]
         return stats
 
 
@@ -251,7 +296,7 @@ class ContinuousStats:
     def from_bytes(cls, data: bytes | memoryview, *, n_annotators: int) -> ContinuousStats:
         stats = cls(n_annotators)
         if data:
-            with np.load(io.BytesIO(bytes(data))) as arrays:
-                stats.signs = arrays["signs"]
-                stats.per_annotator = arrays["per_annotator"]
+            arrays = _arrays_from_bytes(data)
+            stats.signs = arrays["signs"]
+            stats.per_annotator = arrays["per_annotator"]
         return stats
