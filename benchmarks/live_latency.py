@@ -20,7 +20,7 @@ Uses a temporary SQLite database (or ``DATABASE_URL`` when set: give a throw-awa
 benchmark migrates it and writes to it). Bounded: ``--submits`` per annotator, ``--timeout``.
 Run from the repository root::
 
-    .venv/bin/python -m benchmarks.live_latency [--quick] [--json PATH]
+    .venv/bin/python -m benchmarks.live_latency [--quick] [--in-process] [--json PATH]
 """
 
 from __future__ import annotations
@@ -377,6 +377,12 @@ def main() -> None:
         "worker), the others one daphne process",
     )
     parser.add_argument("--web", type=int, default=2, help="web processes (worker mode)")
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="stop after steps 1 and 2 (rebuild, one annotation's process and publish): the "
+        "cost of a quality pass by study size, without serving",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     args.worker = args.mode == "worker"
@@ -429,6 +435,10 @@ def main() -> None:
         f" - goal <= 20 ms; publish median {results['publish_ms_median']:.1f} ms "
         f"(max {results['publish_ms_max']:.1f})"
     )
+    if args.in_process:
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+        return
 
     client = Client()
     client.force_login(manager)
