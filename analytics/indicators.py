@@ -357,12 +357,12 @@ def pair_matrices(kappa: NDArray[np.float64], *, keep: Mapping[str, Any] | None 
     """
     m = kappa.shape[0]
     present = np.flatnonzero(~np.isnan(np.diag(kappa)))
-    if keep is not None and m < LAYOUT_REFIT_GROWTH * keep.get("fitted_for", 0):
+    if keep is not None and m < LAYOUT_REFIT_GROWTH * keep["fitted_for"]:
         here = set(present.tolist())
         order = [k for k in keep["order"] if k in here]
         placed = set(order)
         order += [int(k) for k in present if k not in placed]
-        return {"order": order, "mds": keep.get("mds"), "fitted_for": keep["fitted_for"]}
+        return {"order": order, "mds": keep["mds"], "fitted_for": keep["fitted_for"]}
     sub = kappa[np.ix_(present, present)]
     return {
         "order": present[agglomerative_order(sub)].tolist() if present.size else [],

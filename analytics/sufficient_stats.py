@@ -136,7 +136,7 @@ def _arrays_to_bytes(arrays: Mapping[str, NDArray[np.float64]]) -> bytes:
             continue
         members[f"{name}.shape"] = np.array(array.shape, dtype=np.int64)
         members[f"{name}.pairs"] = pairs.astype(np.int64)
-        members[f"{name}.blocks"] = flat[pairs]
+        members[f"{name}.blocks"] = array.reshape(m * m, *array.shape[2:])[pairs]
     buffer = io.BytesIO()
     with zipfile.ZipFile(
         buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=COMPRESS_LEVEL
@@ -157,11 +157,9 @@ def _arrays_from_bytes(data: bytes | memoryview) -> dict[str, NDArray[np.float64
     for name in PAIR_ARRAYS:
         if f"{name}.shape" in stored:
             shape = tuple(int(n) for n in stored[f"{name}.shape"])
-            dense = np.zeros(shape)
-            dense.reshape(shape[0] * shape[1], -1)[stored[f"{name}.pairs"]] = stored[
-                f"{name}.blocks"
-            ]
-            arrays[name] = dense
+            dense = np.zeros((shape[0] * shape[1], *shape[2:]))
+            dense[stored[f"{name}.pairs"]] = stored[f"{name}.blocks"]
+            arrays[name] = dense.reshape(shape)
     return arrays
 
 

@@ -789,28 +789,23 @@ def _check_stored(acknowledged: dict[tuple[int, str], int]) -> bool:
 
     api, ui = Revision.Source.API, Revision.Source.UI
     sources = {"api": api, "answer": api, "page": ui}
-    expected: dict[tuple[int, str], int] = defaultdict(int)
+    expected: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     paths: dict[str, set[str]] = defaultdict(set)
     for (question_id, path), answers in acknowledged.items():
-        expected[question_id, sources[path]] += answers
+        expected[sources[path]][question_id] += answers
         paths[sources[path]].add(path)
     stored_ok = True
-    for source in sorted(paths):
-        want = sum(n for (_, s), n in expected.items() if s == source)
-        counted = (
-            Revision.objects.filter(
-                annotation__question_id__in=[q for q, s in expected if s == source],
-                source=source,
-            )
+    for source, want in sorted(expected.items()):
+        stored = dict(
+            Revision.objects.filter(annotation__question_id__in=want, source=source)
             .values("annotation__question_id")
             .annotate(n=Count("id"))
             .values_list("annotation__question_id", "n")
         )
-        stored = dict(counted)
-        ok = all(stored.get(q, 0) == n for (q, s), n in expected.items() if s == source)
+        ok = all(stored.get(question_id, 0) == n for question_id, n in want.items())
         stored_ok &= ok
         print(
-            f"{'+'.join(sorted(paths[source]))}: acknowledged {want}, stored "
+            f"{'+'.join(sorted(paths[source]))}: acknowledged {sum(want.values())}, stored "
             f"{sum(stored.values())} ({'ok' if ok else 'MISMATCH'})"
         )
     return stored_ok
