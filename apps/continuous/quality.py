@@ -31,6 +31,7 @@ from analytics.indicators import (
     json_ready,
     off_diagonal,
     pair_matrices,
+    pair_totals,
     ratio,
     with_others,
 )
@@ -301,7 +302,7 @@ def derive_continuous(
               \kappa_{pooled} = \kappa_{SDA}\Big(\sum_{k \ne l} C_{kl}\Big)
     """
     m = stats.n_annotators
-    steps = stats.signs.sum(axis=(2, 3))
+    steps = pair_totals(stats.signs)
     kappa = np.asarray(kappa_sda_from_counts(stats.signs), dtype=float).reshape(m, m)
     kappa, kappa_others = with_others(kappa, steps, min_overlap=1)
     pooled = kappa_sda_from_counts(off_diagonal(stats.signs).sum(axis=(0, 1)))

@@ -37,6 +37,7 @@ from analytics.indicators import (
     json_counts,
     json_ready,
     pair_matrices,
+    pair_totals,
     ratio,
     with_others,
 )
@@ -491,7 +492,7 @@ def derive_pairwise(
     """
     m = stats.n_annotators
     confusion = stats.pairs.confusion
-    overlap = confusion.sum(axis=(2, 3))
+    overlap = pair_totals(confusion)
     # the chance level must not depend on which item of a pair is stored first
     kappa = np.asarray(kappa_from_confusion(symmetric_confusion(confusion)), dtype=float)
     kappa = kappa.reshape(m, m)
@@ -574,7 +575,7 @@ def shared_outcomes(stats: PairwiseStats) -> tuple[NDArray[np.float64], NDArray[
     confusion = stats.pairs.confusion
     others = ~np.eye(stats.n_annotators, dtype=bool)
     same = (np.trace(confusion, axis1=2, axis2=3) * others).sum(axis=1)
-    return same, (confusion.sum(axis=(2, 3)) * others).sum(axis=1)
+    return same, (pair_totals(confusion) * others).sum(axis=1)
 
 
 def derive_question(state: QualityState, question: Question, *, layout: Json | None) -> Derived:

@@ -115,3 +115,57 @@ def test_a_pair_array_with_most_pairs_counted_is_stored_dense() -> None:
     with np.load(io.BytesIO(stats.to_bytes())) as archive:
         assert "confusion" in archive.files
         assert "confusion.pairs" not in archive.files
+
+
+def test_counts_are_stored_in_the_smallest_unsigned_type_and_read_back_as_floats() -> None:
+    """Counts (whole, non-negative) take one byte a cell up to 255, two up to 65,535, four
+    beyond: 512 annotators, everyone with everyone, is 2.4 MB of cells to deflate on every
+    pass instead of 18.9 MB (issue 22: 41 ms of a 133 ms pass). Anything else (sums of
+    seconds, fractions, negatives) is stored as it is; everything reads back as float64,
+    exactly."""
+    stats = CategoricalStats(6, 3)
+    stats.confusion += 1.0  # every pair counted: stored dense
+    stats.confusion[0, 1, 0, 0] = 255.0
+    stats.retest[2, 1, 1] = 256.0
+    stats.time_ms[:, 0] = 70_000.0  # whole, beyond two bytes
+    stats.time_ms[1, 1] = 2.0**32  # beyond four bytes
+    stats.coincidence[0, 1] = 0.5
+    with np.load(io.BytesIO(stats.to_bytes())) as archive:
+        stored = {name: archive[name].dtype for name in archive.files}
+    assert stored == {
+        "confusion": np.uint8,
+        "retest": np.uint16,
+        "time_ms": np.float64,
+        "coincidence": np.float64,
+    }
+    stats.time_ms[1, 1] = 5.0
+    stats.confusion[2, 3, 1, 1] = -1.0  # a count that went wrong is kept, not wrapped
+    with np.load(io.BytesIO(stats.to_bytes())) as archive:
+        assert archive["time_ms"].dtype == np.uint32
+        assert archive["confusion"].dtype == np.float64
+    for kind, again in (
+        (stats, CategoricalStats.from_bytes(stats.to_bytes(), n_annotators=6, n_values=3)),
+        (
+            crowd := _crowd(64),
+            CategoricalStats.from_bytes(crowd.to_bytes(), n_annotators=64, n_values=4),
+        ),
+    ):
+        assert same_arrays(kind, again)
+        assert all(
+            value.dtype == np.float64
+            for owner in owners(again)
+            for value in vars(owner).values()
+            if isinstance(value, np.ndarray)
+        )
+    with np.load(io.BytesIO(crowd.to_bytes())) as archive:
+        assert archive["confusion.blocks"].dtype == np.uint8
+        assert archive["confusion.pairs"].dtype == np.int64
+
+
+def _crowd(m: int) -> CategoricalStats:
+    """Each of ``m`` annotators shares items with 4 others."""
+    rng = np.random.default_rng(13)
+    stats = CategoricalStats(m, 4)
+    for k in range(m):
+        stats.confusion[k, rng.choice(m, 4, replace=False)] += rng.poisson(1.5, (4, 4, 4))
+    return stats
