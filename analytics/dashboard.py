@@ -337,6 +337,7 @@ def dashboard_context(
                 order=matrices["order"],
                 overlap=matrices.get("overlap"),
                 unit=kind.pair_evidence,
+                flagged=flagged_idx,
             ),
             map=map_layout(matrices.get("mds"), names, flagged_idx),
         )

@@ -8,7 +8,7 @@ Nothing here reads the database, so any app may import it.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,11 @@ CIVIDIS = (
 )
 
 HEATMAP_SIZE = 480.0
+HEATMAP_MOST = 60
+"""Most annotators a heatmap draws (a cell of 8 units in ``HEATMAP_SIZE``): the cells grow
+with the square, and 512 annotators drew 262,144 of them (about 30 MB of SVG on every plot
+push) at under a pixel each. Past it the flagged annotators are drawn, then those with the
+most answers (:func:`heatmap_rows`)."""
 MAP_SIZE = 360.0
 SPARK_W, SPARK_H = 96.0, 24.0
 CELL_TEXT_MIN = 44.0
@@ -99,6 +104,27 @@ def fmt(value: float | None, pattern: str) -> str:
     return "–" if value is None else pattern.format(value)
 
 
+def heatmap_rows(
+    order: Sequence[int],
+    *,
+    flagged: Collection[int] = (),
+    overlap: list[list[int]] | None = None,
+    most: int | None = None,
+) -> list[int]:
+    """The rows of ``order`` a heatmap draws: all of them up to ``most`` (default
+    :data:`HEATMAP_MOST`); else the ``flagged`` ones, then those with the most answers (the
+    diagonal of ``overlap``; ties in ``order``), kept in ``order``."""
+    most = HEATMAP_MOST if most is None else most
+    if len(order) <= most:
+        return list(order)
+    first = [a for a in order if a in flagged][:most]
+    rest = [a for a in order if a not in flagged]
+    if overlap is not None:
+        rest.sort(key=lambda a: -overlap[a][a])  # stable: ties keep the layout's order
+    chosen = {*first, *rest[: most - len(first)]}
+    return [a for a in order if a in chosen]
+
+
 def heatmap_layout(
     matrix: list[list[float | None]],
     *,
@@ -108,9 +134,11 @@ def heatmap_layout(
     size: float = HEATMAP_SIZE,
     overlap: list[list[int]] | None = None,
     unit: str = "items",
+    flagged: Collection[int] = (),
 ) -> dict[str, Any]:
     """The cells (as SVG), row labels and legend of an annotator x annotator heatmap in
-    ``order``.
+    ``order``, of at most :data:`HEATMAP_MOST` rows (:func:`heatmap_rows`, ``flagged``
+    first); ``of`` says how many ``order`` had.
 
     Values print inside the cells when a cell is at least :data:`CELL_TEXT_MIN` wide (the
     text stays >= 11 px on screen, ``plots.css``); every cell has a tooltip naming the pair and
@@ -124,6 +152,8 @@ def heatmap_layout(
     and the template language drew 128 annotators' 16,384 cells in 350 ms of CPU against
     8-44 ms here (the dashboard draws them on a live push).
     """
+    of = len(order)
+    order = heatmap_rows(order, flagged=flagged, overlap=overlap)
     n = len(order)
     cell = size / max(n, 1)
     values = [matrix[a][b] for a in order for b in order]
@@ -159,7 +189,13 @@ def heatmap_layout(
         {"x": px(i * step), "fill": fill, "label": f"{t:.1f}"}
         for i, (t, fill) in enumerate(zip(ticks, colours(ticks.tolist()), strict=True))
     ]
-    return {"cells": "\n".join(markup), "labels": labels, "size": size, "legend": legend}
+    return {
+        "cells": "\n".join(markup),
+        "labels": labels,
+        "size": size,
+        "legend": legend,
+        "of": of,
+    }
 
 
 def map_layout(

@@ -18,6 +18,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from analytics import plotting
 from analytics.config import quality_config
 from analytics.metrics import aad_rmse_per_item
 from analytics.models import Flag, FlagEvent, ItemDisagreement, QualitySnapshot
@@ -250,6 +251,24 @@ def test_dashboard_page_for_managers_only(client):
     partial = client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert "<html" not in partial
     assert 'id="quality-items"' in partial
+
+
+@pytest.mark.django_db
+def test_a_crowd_s_dashboard_draws_part_of_the_heatmap_and_says_which(client, monkeypatch):
+    """Past ``HEATMAP_MOST`` annotators (3 here) the page draws that many rows, flagged ones
+    first, and says how many of how many it shows."""
+    study, annotators = running_study(n_items=8, n_annotators=5)
+    question = study.questions.get()
+    _answer_everything(study, annotators)
+    quality_process_pending(question_id=question.pk)
+    quality_publish(question_id=question.pk, rebuild=True)
+    monkeypatch.setattr(plotting, "HEATMAP_MOST", 3)
+    client.force_login(study.created_by)
+    html = client.get(reverse("analytics:dashboard", args=[study.pk])).content.decode()
+    heatmap = html[html.index('id="quality-heatmap"') :]
+    heatmap = heatmap[: heatmap.index("</section>")]
+    assert "Showing 3 of 5 annotators: the flagged ones first" in heatmap
+    assert heatmap.count("<rect x=") == 9 + 6  # 3 x 3 cells and the legend's 6 stops
 
 
 def _connect(user, study_id: int):

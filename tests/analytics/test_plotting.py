@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from analytics.indicators import json_ready
 from analytics.plotting import (
+    HEATMAP_MOST,
     LABEL_H,
     LABEL_W,
     MAP_SIZE,
@@ -201,3 +203,34 @@ def test_heatmap_tooltips_state_the_evidence_each_pair_shares():
     assert "c × a: kappa –; 0 shared trace steps" in titles
     bare = heatmap_layout(matrix, names=list("abc"), order=[0, 1, 2])
     assert titles_of(bare)[1] == "a × b: kappa 0.40"
+
+
+def test_a_crowd_s_heatmap_shows_the_flagged_and_the_best_evidenced_annotators_and_says_so():
+    """512 annotators drew 262,144 cells (about 30 MB of SVG on every plot push; 1,048,576 at
+    1,024) in 480 px, where a cell is under a pixel. Past ``HEATMAP_MOST`` rows the heatmap
+    shows the flagged annotators, then those with the most answers, in the layout's order,
+    and tells how many of how many it shows."""
+    m = 300
+    rng = np.random.default_rng(3)
+    matrix = np.where(rng.random((m, m)) < 0.05, 0.5, np.nan)
+    own = rng.permutation(m) + 1  # answers of each annotator, all distinct
+    overlap = np.diag(own).tolist()
+    order = rng.permutation(m).tolist()
+    flagged = {int(k) for k in np.argsort(own)[:3]}  # the three with the fewest answers
+    plot = heatmap_layout(
+        json_ready(matrix),
+        names=[f"a{k}" for k in range(m)],
+        order=order,
+        overlap=overlap,
+        flagged=flagged,
+    )
+    shown = [int(label["name"][1:]) for label in plot["labels"]]
+    assert len(shown) == HEATMAP_MOST
+    best = set(np.argsort(own)[::-1][: HEATMAP_MOST - 3].tolist())
+    assert set(shown) == flagged | best
+    assert shown == [k for k in order if k in set(shown)]  # the layout's order kept
+    assert len(cells_of(plot)) == HEATMAP_MOST**2
+    assert plot["of"] == m
+    small = heatmap_layout([[1.0]], names=["a"], order=[0])
+    assert small["of"] == 1
+    assert len(small["labels"]) == 1
