@@ -48,6 +48,8 @@ push) at under a pixel each. Past it the flagged annotators are drawn, then thos
 most answers (:func:`heatmap_rows`)."""
 MAP_SIZE = 360.0
 SPARK_W, SPARK_H = 96.0, 24.0
+AXIS_TEXT = 18.0
+"""Height of a heatmap axis name (SVG units, ``.heatmap-axis`` in ``plots.css``)."""
 CELL_TEXT_MIN = 44.0
 """Smallest heatmap cell (SVG units) that prints its value."""
 LABEL_W, LABEL_H = 7.5, 15.0
@@ -182,7 +184,12 @@ def heatmap_layout(
                 f'dominant-baseline="middle" class="heatmap-cell" fill="{_ink(value)}">'
                 f"{shown}</text>"
             )
-    labels = [{"pos": centre[i], "name": names[a]} for i, a in enumerate(order)]
+    # an axis name is 18 units high (plots.css): with thinner rows every step-th is written
+    # (each cell's tooltip names its pair)
+    step = int(np.ceil(AXIS_TEXT / cell)) if n else 1
+    labels = [
+        {"pos": centre[i], "name": names[a], "written": i % step == 0} for i, a in enumerate(order)
+    ]
     ticks = np.linspace(0, 1, 6)
     step = max(size / 12, 40.0)  # a stop is 40 wide: its label "0.2" must not meet the next
     legend = [

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from analytics.indicators import json_ready
 from analytics.plotting import (
+    AXIS_TEXT,
     HEATMAP_MOST,
+    HEATMAP_SIZE,
     LABEL_H,
     LABEL_W,
     MAP_SIZE,
@@ -234,3 +236,17 @@ def test_a_crowd_s_heatmap_shows_the_flagged_and_the_best_evidenced_annotators_a
     small = heatmap_layout([[1.0]], names=["a"], order=[0])
     assert small["of"] == 1
     assert len(small["labels"]) == 1
+
+
+@pytest.mark.parametrize("n", [1, 12, 26, 27, 40, 60])
+def test_heatmap_axis_names_are_written_only_as_close_as_their_height(n):
+    """Axis names are 18 units high: with thinner rows every step-th is written (the first
+    always), never two closer than that; each cell's tooltip still names its pair."""
+    plot = heatmap_layout(
+        [[1.0] * n for _ in range(n)], names=[f"a{k}" for k in range(n)], order=list(range(n))
+    )
+    written = [float(label["pos"]) for label in plot["labels"] if label["written"]]
+    assert plot["labels"][0]["written"]
+    gaps = np.diff(written)
+    assert (gaps >= AXIS_TEXT - 1e-9).all()
+    assert len(written) >= min(n, int(HEATMAP_SIZE // (2 * AXIS_TEXT)))
