@@ -186,9 +186,9 @@ def heatmap_layout(
             )
     # an axis name is 18 units high (plots.css): with thinner rows every step-th is written
     # (each cell's tooltip names its pair)
-    step = int(np.ceil(AXIS_TEXT / cell)) if n else 1
+    every = int(np.ceil(AXIS_TEXT / cell)) if n else 1
     labels = [
-        {"pos": centre[i], "name": names[a], "written": i % step == 0} for i, a in enumerate(order)
+        {"pos": centre[i], "name": names[a], "written": i % every == 0} for i, a in enumerate(order)
     ]
     ticks = np.linspace(0, 1, 6)
     step = max(size / 12, 40.0)  # a stop is 40 wide: its label "0.2" must not meet the next
