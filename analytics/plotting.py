@@ -47,6 +47,11 @@ with the square, and 512 annotators drew 262,144 of them (about 30 MB of SVG on 
 push) at under a pixel each. Past it the flagged annotators are drawn, then those with the
 most answers (:func:`heatmap_rows`)."""
 MAP_SIZE = 360.0
+MAP_LABELS_MOST = 30
+"""Most points of a map that get a name written beside them: past it the flagged annotators
+are named, then those farthest from the crowd's median (the outliers a map is read for);
+every point keeps its tooltip. 512 names in the map were a blot, and placing them took 97 ms
+of every plot push (417 ms at 1,024)."""
 SPARK_W, SPARK_H = 96.0, 24.0
 AXIS_TEXT = 18.0
 """Height of a heatmap axis name (SVG units, ``.heatmap-axis`` in ``plots.css``)."""
@@ -209,7 +214,9 @@ def map_layout(
     mds: list[list[float] | None] | None, names: list[str], flagged: set[int]
 ) -> dict | None:
     """Points of a 2-D MDS map (``None`` rows left out) scaled into a ``MAP_SIZE`` square with
-    room for the names on the right; ``flagged`` rows are drawn as triangles."""
+    room for the names on the right; ``flagged`` rows are drawn as triangles, after the
+    others. At most :data:`MAP_LABELS_MOST` points are named (``labelled``; ``named`` counts
+    them)."""
     if not mds:
         return None
     placed = [(k, p) for k, p in enumerate(mds) if p is not None]
@@ -221,8 +228,18 @@ def map_layout(
     middle = (30 + MAP_SIZE - 110) / 2
     cx = middle + (xy[:, 0] - centre[0]) * scale
     cy = MAP_SIZE / 2 - (xy[:, 1] - centre[1]) * scale
-    labels = place_labels(
-        cx, cy, [names[k][:14] for k, _ in placed], width=MAP_SIZE, height=MAP_SIZE
+    named = _named_points([k for k, _ in placed], xy, flagged)
+    written = set(named.tolist())
+    rest = np.array([i for i in range(len(placed)) if i not in written], dtype=np.intp)
+    labels = iter(
+        place_labels(
+            cx[named],
+            cy[named],
+            [names[placed[i][0]][:14] for i in named],
+            width=MAP_SIZE,
+            height=MAP_SIZE,
+            unnamed=(cx[rest], cy[rest]),
+        )
     )
     points = [
         {
@@ -230,11 +247,25 @@ def map_layout(
             "cy": px(y),
             "name": names[k],
             "flagged": k in flagged,
-            **label,
+            "labelled": i in written,
+            **(next(labels) if i in written else {}),
         }
-        for (k, _), x, y, label in zip(placed, cx, cy, labels, strict=True)
+        for i, ((k, _), x, y) in enumerate(zip(placed, cx, cy, strict=True))
     ]
-    return {"points": points, "size": MAP_SIZE}
+    points.sort(key=lambda point: bool(point["flagged"]))  # drawn last: no circle hides a triangle
+    return {"points": points, "size": MAP_SIZE, "named": len(written)}
+
+
+def _named_points(rows: list[int], xy: np.ndarray, flagged: Collection[int]) -> np.ndarray:
+    """Positions (into ``rows``) of the map's points that get a name, ascending: all of them
+    up to :data:`MAP_LABELS_MOST`; else the flagged, then the farthest from the median."""
+    if len(rows) <= MAP_LABELS_MOST:
+        return np.arange(len(rows))
+    is_flagged = np.array([k in flagged for k in rows])
+    far = np.linalg.norm(xy - np.median(xy, axis=0), axis=1)
+    # flagged first, then by distance, farthest first (lexsort: last key is the primary)
+    ranked = np.lexsort((-far, ~is_flagged))
+    return np.sort(ranked[:MAP_LABELS_MOST])
 
 
 #: Where a label may sit around its point: (dx, dy of the text's anchor, text-anchor), in
@@ -270,7 +301,13 @@ _SPOT_SHIFT = np.array([_ANCHOR_SHIFT[spot[2]] for spot in _LABEL_SPOTS])
 
 
 def place_labels(
-    x: np.ndarray, y: np.ndarray, texts: list[str], *, width: float, height: float
+    x: np.ndarray,
+    y: np.ndarray,
+    texts: list[str],
+    *,
+    width: float,
+    height: float,
+    unnamed: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[dict[str, str]]:
     """Positions of point labels that overlap no other label and no point, inside the plot.
 
@@ -279,14 +316,18 @@ def place_labels(
     until it is, and a leader line joins it to its point. Each point tests all its spots
     against all markers and the labels placed so far in one array comparison, so ``n``
     labels cost ``n`` vector steps of ``spots x 2n`` (128 labels: a few milliseconds).
-    Returns per label ``dx``/``dy`` (the text's anchor relative to the point), ``anchor``
-    and ``leader`` (``""`` or the line's end, relative to the point).
+    ``unnamed`` are the ``(x, y)`` of points drawn without a name, whose markers labels avoid
+    too. Returns per label ``dx``/``dy`` (the text's anchor relative to the point),
+    ``anchor`` and ``leader`` (``""`` or the line's end, relative to the point).
     """
     n = len(texts)
-    # obstacles: the n markers, then the labels in the order they are placed
-    obstacles = np.zeros((2 * n, 4))
-    if n:
-        obstacles[:n] = np.stack([x - 6, y - 7, x + 6, y + 6], axis=1)
+    ux, uy = unnamed if unnamed is not None else (np.zeros(0), np.zeros(0))
+    # obstacles: the unnamed markers, the n markers, then the labels in the order placed
+    u = len(ux)
+    obstacles = np.zeros((u + 2 * n, 4))
+    if u + n:
+        mx, my = np.concatenate([ux, x]), np.concatenate([uy, y])
+        obstacles[: u + n] = np.stack([mx - 6, my - 7, mx + 6, my + 6], axis=1)
     placed: list[dict[str, str] | None] = [None] * n
     for k, i in enumerate(np.argsort(y, kind="stable")):
         w = len(texts[i]) * LABEL_W
@@ -294,7 +335,7 @@ def place_labels(
         top = y[i] + _SPOT_DY - LABEL_H + 4
         right, bottom = left + w, y[i] + _SPOT_DY + 4
         inside = (left >= 2) & (top >= 2) & (right <= width - 2) & (bottom <= height - 2)
-        others = np.delete(obstacles[: n + k], i, axis=0)
+        others = np.delete(obstacles[: u + n + k], u + i, axis=0)
         hit = (
             (left[:, None] < others[:, 2])
             & (others[:, 0] < right[:, None])
@@ -304,7 +345,7 @@ def place_labels(
         free = np.flatnonzero(inside & ~hit)
         s = int(free[0]) if free.size else 0  # nowhere free: the right-hand spot, overlapping
         dx, dy, anchor, leader = _LABEL_SPOTS[s]
-        obstacles[n + k] = (left[s], top[s], right[s], bottom[s])
+        obstacles[u + n + k] = (left[s], top[s], right[s], bottom[s])
         placed[i] = {
             "dx": px(dx),
             "dy": px(dy),

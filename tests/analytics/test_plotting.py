@@ -16,6 +16,7 @@ from analytics.plotting import (
     HEATMAP_SIZE,
     LABEL_H,
     LABEL_W,
+    MAP_LABELS_MOST,
     MAP_SIZE,
     colours,
     heatmap_layout,
@@ -250,3 +251,23 @@ def test_heatmap_axis_names_are_written_only_as_close_as_their_height(n):
     gaps = np.diff(written)
     assert (gaps >= AXIS_TEXT - 1e-9).all()
     assert len(written) >= min(n, int(HEATMAP_SIZE // (2 * AXIS_TEXT)))
+
+
+def test_a_crowd_s_map_names_the_flagged_and_the_outlying_annotators_only():
+    """512 names in a 360-unit map are a blot (and their placement took 97 ms a plot push,
+    417 at 1,024). Past ``MAP_LABELS_MOST`` points the flagged annotators are named, then
+    those farthest from the crowd's median; every point is drawn and keeps its tooltip."""
+    m = 200
+    rng = np.random.default_rng(5)
+    mds = rng.normal(size=(m, 2))
+    mds[7] = (40.0, 0.0)  # far out
+    flagged = {3, 11}
+    plot = map_layout(mds.tolist(), [f"a{k}" for k in range(m)], flagged)
+    assert len(plot["points"]) == m
+    named = {int(p["name"][1:]) for p in plot["points"] if p["labelled"]}
+    assert len(named) == MAP_LABELS_MOST
+    assert flagged | {7} <= named
+    far = np.linalg.norm(mds - np.median(mds, axis=0), axis=1)
+    assert min(far[sorted(named - flagged)]) >= max(far[sorted(set(range(m)) - named)])
+    small = map_layout([[0.0, 0.0], [0.01, 0.0], [1.0, 1.0]], ["a", "b", "c"], set())
+    assert all(p["labelled"] for p in small["points"])
