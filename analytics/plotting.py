@@ -111,6 +111,12 @@ def fmt(value: float | None, pattern: str) -> str:
     return "–" if value is None else pattern.format(value)
 
 
+def first_rows(flagged: np.ndarray, score: np.ndarray, most: int) -> np.ndarray:
+    """Positions of the ``most`` rows a crowded plot keeps, ascending: the ``flagged`` ones
+    first, then the highest ``score``; ties in position order (``lexsort`` is stable)."""
+    return np.sort(np.lexsort((-score, ~flagged))[:most])
+
+
 def heatmap_rows(
     order: Sequence[int],
     *,
@@ -119,17 +125,16 @@ def heatmap_rows(
     most: int | None = None,
 ) -> list[int]:
     """The rows of ``order`` a heatmap draws: all of them up to ``most`` (default
-    :data:`HEATMAP_MOST`); else the ``flagged`` ones, then those with the most answers (the
-    diagonal of ``overlap``; ties in ``order``), kept in ``order``."""
+    :data:`HEATMAP_MOST`); else the ``flagged`` ones (in ``order``), then those with the most
+    answers (the diagonal of ``overlap``; ties in ``order``), kept in ``order``
+    (:func:`first_rows`)."""
     most = HEATMAP_MOST if most is None else most
     if len(order) <= most:
         return list(order)
-    first = [a for a in order if a in flagged][:most]
-    rest = [a for a in order if a not in flagged]
-    if overlap is not None:
-        rest.sort(key=lambda a: -overlap[a][a])  # stable: ties keep the layout's order
-    chosen = {*first, *rest[: most - len(first)]}
-    return [a for a in order if a in chosen]
+    is_flagged = np.array([a in flagged for a in order])
+    answers = np.array([overlap[a][a] if overlap is not None else 0 for a in order])
+    kept = first_rows(is_flagged, np.where(is_flagged, 0, answers), most)
+    return [order[i] for i in kept]
 
 
 def heatmap_layout(
@@ -229,8 +234,9 @@ def map_layout(
     cx = middle + (xy[:, 0] - centre[0]) * scale
     cy = MAP_SIZE / 2 - (xy[:, 1] - centre[1]) * scale
     named = _named_points([k for k, _ in placed], xy, flagged)
-    written = set(named.tolist())
-    rest = np.array([i for i in range(len(placed)) if i not in written], dtype=np.intp)
+    written = np.zeros(len(placed), dtype=bool)
+    written[named] = True
+    rest = np.flatnonzero(~written)
     labels = iter(
         place_labels(
             cx[named],
@@ -247,25 +253,23 @@ def map_layout(
             "cy": px(y),
             "name": names[k],
             "flagged": k in flagged,
-            "labelled": i in written,
-            **(next(labels) if i in written else {}),
+            "labelled": bool(written[i]),
+            **(next(labels) if written[i] else {}),
         }
         for i, ((k, _), x, y) in enumerate(zip(placed, cx, cy, strict=True))
     ]
     points.sort(key=lambda point: bool(point["flagged"]))  # drawn last: no circle hides a triangle
-    return {"points": points, "size": MAP_SIZE, "named": len(written)}
+    return {"points": points, "size": MAP_SIZE, "named": len(named)}
 
 
 def _named_points(rows: list[int], xy: np.ndarray, flagged: Collection[int]) -> np.ndarray:
     """Positions (into ``rows``) of the map's points that get a name, ascending: all of them
-    up to :data:`MAP_LABELS_MOST`; else the flagged, then the farthest from the median."""
+    up to :data:`MAP_LABELS_MOST`; else the flagged, then the farthest from the median
+    (:func:`first_rows`)."""
     if len(rows) <= MAP_LABELS_MOST:
         return np.arange(len(rows))
-    is_flagged = np.array([k in flagged for k in rows])
     far = np.linalg.norm(xy - np.median(xy, axis=0), axis=1)
-    # flagged first, then by distance, farthest first (lexsort: last key is the primary)
-    ranked = np.lexsort((-far, ~is_flagged))
-    return np.sort(ranked[:MAP_LABELS_MOST])
+    return first_rows(np.array([k in flagged for k in rows]), far, MAP_LABELS_MOST)
 
 
 #: Where a label may sit around its point: (dx, dy of the text's anchor, text-anchor), in
