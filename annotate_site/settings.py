@@ -451,6 +451,11 @@ QUALITY_WORKER_INTERVAL = float(os.environ.get("QUALITY_WORKER_INTERVAL", "0.25"
 # A worker runs the apps' catch-up hooks (analytics.pipeline.SWEEP_HOOKS: queue orders, model
 # runs and endpoints, forecasts, interval refreshes) every N seconds, not on every pass.
 QUALITY_WORKER_HOOK_INTERVAL = float(os.environ.get("QUALITY_WORKER_HOOK_INTERVAL", "2"))
+# A worker's passes use at most this share of the machine's cores (0.1 of 2 cores: 0.2 of one)
+# however a crowd's annotators make them cost, resting after a pass at most N seconds
+# (analytics.worker.pass_rest; 0 = passes every QUALITY_WORKER_INTERVAL, back to back if slower).
+QUALITY_WORKER_CPU_SHARE = float(os.environ.get("QUALITY_WORKER_CPU_SHARE", "0.1"))
+QUALITY_WORKER_LONGEST_REST = float(os.environ.get("QUALITY_WORKER_LONGEST_REST", "1"))
 # A thread-mode process sends the questions whose answers still wait for analysis on their way
 # at start and then every N seconds (0 = never): the catch-up after it was down
 # (analytics.pipeline.quality_sweep).

@@ -14,7 +14,9 @@ A study with one ordered categorical question already holds ``--annotations`` ro
    manager's dashboard websocket and lets ``--annotators`` simulated annotators submit over the
    REST API (``POST /api/annotations/``, token auth) with think times; the latency of a submit
    is the time until the first pushed dashboard whose row for that annotator shows the new item
-   count (exact per submission, whatever the coalescing).
+   count (exact per submission, whatever the coalescing);
+4. once the worker has taken in every answer, checks that the state it kept live equals one
+   recomputed from the stored answers (the run fails otherwise).
 
 Uses a temporary SQLite database (or ``DATABASE_URL`` when set: give a throw-away database, the
 benchmark migrates it and writes to it). Bounded: ``--submits`` per annotator, ``--timeout``.
@@ -207,6 +209,21 @@ def _time_incremental(question, annotators, n: int) -> dict[str, float]:
         "publish_ms_median": 1000 * median(publish),
         "publish_ms_max": 1000 * max(publish),
     }
+
+
+def _live_equals_rebuild(question_id: int, *, wait: float = 60.0) -> bool:
+    """Once the served worker has taken in every answer (``wait`` seconds at most): whether
+    the state it kept live equals one recomputed from the stored answers."""
+    from apps.annotations.models import Annotation
+    from apps.categorical.quality import quality_stats
+
+    pending = Annotation.objects.filter(question_id=question_id, analysis_pending=True)
+    deadline = time.monotonic() + wait
+    while pending.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    _, live = quality_stats(question_id=question_id)
+    _, fresh = quality_stats(question_id=question_id, fresh=True)
+    return not pending.exists() and live.equals(fresh)
 
 
 def _free_port() -> int:
@@ -495,6 +512,7 @@ def main() -> None:
                 )
             )
         )
+        results["live_equals_rebuild"] = _live_equals_rebuild(question.pk)
     finally:
         for server in servers:
             server.terminate()
@@ -513,8 +531,14 @@ def main() -> None:
         f"p50 {results['steady_push_latency_ms_p50']:.0f} ms, "
         f"p95 {results['steady_push_latency_ms_p95']:.0f} ms"
     )
+    print(
+        "after the load, the live state equals a rebuild from the stored answers: "
+        + ("yes" if results["live_equals_rebuild"] else "NO")
+    )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
+    if not results["live_equals_rebuild"]:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

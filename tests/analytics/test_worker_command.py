@@ -68,3 +68,20 @@ def test_the_worker_runs_its_slow_work_at_the_priority_the_settings_give(
         gc.unfreeze()
     assert lowered == [12]
     assert yielded == [(0.75, 42.0)]  # ... and waits for a machine with CPU to spare
+
+
+def test_the_worker_gets_its_share_of_the_machine(monkeypatch, settings) -> None:
+    """``QUALITY_WORKER_CPU_SHARE`` is a share of the machine's cores; the command hands the
+    worker loop the cores it may use and the longest rest (test_worker_pacing.py)."""
+    settings.QUALITY_UPDATES = settings.QUALITY_UPDATES
+    settings.QUALITY_SLOW_WORK_APART = settings.QUALITY_SLOW_WORK_APART
+    monkeypatch.setattr(signal, "signal", lambda *args: None)
+    monkeypatch.setattr(gc, "freeze", lambda: None)
+    monkeypatch.setattr(quality_worker.os, "cpu_count", lambda: 2)
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(quality_worker, "quality_worker_run", lambda **kw: seen.update(kw))
+    settings.QUALITY_WORKER_CPU_SHARE = 0.1
+    settings.QUALITY_WORKER_LONGEST_REST = 1.5
+    call_command("quality_worker")
+    assert seen["share"] == pytest.approx(0.2)  # a tenth of two cores
+    assert seen["longest"] == 1.5

@@ -6,6 +6,7 @@ Ctrl-C ends it after the pass in progress."""
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import threading
 from typing import Any
@@ -44,5 +45,9 @@ class Command(BaseCommand):
         self.stdout.write(f"Quality worker: a pass every {interval} s", ending="\n")
         self.stdout.flush()
         quality_worker_run(
-            interval=interval, stop=stop, hook_interval=settings.QUALITY_WORKER_HOOK_INTERVAL
+            interval=interval,
+            stop=stop,
+            hook_interval=settings.QUALITY_WORKER_HOOK_INTERVAL,
+            share=settings.QUALITY_WORKER_CPU_SHARE * (os.cpu_count() or 1),
+            longest=settings.QUALITY_WORKER_LONGEST_REST,
         )
